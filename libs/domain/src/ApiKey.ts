@@ -1,0 +1,49 @@
+/**
+ * The public API key format (spec 5.1, DECISIONS "Authentication"):
+ * `svc_<prefix>_<secret>`, prefix 8 characters of `[a-z0-9]`, secret 32 of
+ * `[A-Za-z0-9]`. Parsing is total: any string is either a well-formed key or
+ * `missing_or_malformed_key`, never a crash.
+ */
+import { Option } from "effect"
+
+export const KEY_LITERAL = "svc_"
+export const PREFIX_LENGTH = 8
+export const SECRET_LENGTH = 32
+
+const prefixAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+const secretAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+const KEY_PATTERN = /^svc_([a-z0-9]{8})_([A-Za-z0-9]{32})$/
+
+export interface ParsedKey {
+  readonly prefix: string
+  readonly secret: string
+}
+
+/** Splits a bearer credential into prefix and secret, or None when malformed. */
+export const parseApiKey = (credential: string): Option.Option<ParsedKey> => {
+  const match = KEY_PATTERN.exec(credential)
+  return match === null ? Option.none() : Option.some({ prefix: match[1]!, secret: match[2]! })
+}
+
+export const formatApiKey = (key: ParsedKey): string => `${KEY_LITERAL}${key.prefix}_${key.secret}`
+
+/**
+ * Draws a key from the given source of random bytes (crypto in production,
+ * anything in tests). Rejection sampling keeps every character uniform.
+ */
+export const generateApiKey = (randomBytes: (n: number) => Uint8Array): ParsedKey => ({
+  prefix: draw(prefixAlphabet, PREFIX_LENGTH, randomBytes),
+  secret: draw(secretAlphabet, SECRET_LENGTH, randomBytes)
+})
+
+const draw = (alphabet: string, length: number, randomBytes: (n: number) => Uint8Array): string => {
+  const limit = 256 - (256 % alphabet.length)
+  let out = ""
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      if (byte < limit && out.length < length) out += alphabet[byte % alphabet.length]
+    }
+  }
+  return out
+}

@@ -1,0 +1,1 @@
+export * as ApiKey from "./ApiKey.ts"

@@ -1,0 +1,24 @@
+/**
+ * Owns the schema's history: every migration, in order, and the one effect
+ * that applies the pending ones. Reruns are no-ops.
+ */
+import { Effect } from "effect"
+import { Migrator, SqlClient } from "effect/sql"
+import * as Core from "./migrations/0001_core.ts"
+
+const fromStatements = (statements: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    for (const statement of statements) {
+      yield* sql.unsafe(statement)
+    }
+  })
+
+const migrations = {
+  "0001_core": fromStatements(Core.statements)
+}
+
+/** Applies every pending migration; returns the ones it applied. */
+export const runMigrations = Migrator.make({})({
+  loader: Migrator.fromRecord(migrations)
+})
