@@ -1,0 +1,110 @@
+/**
+ * Everything that leaves the server outside HttpApi's typed errors gets the
+ * public envelope too (DECISIONS "Requests and responses"): unknown routes
+ * (404 not_found), a known path with the wrong method (405 with `Allow`),
+ * oversized bodies (413), non-JSON bodies (415), and any unexpected failure
+ * (500 internal_error: logged here, never sent). Every JSON response carries
+ * `charset=utf-8`.
+ */
+import { Cause, Effect, Exit } from "effect"
+import { FindMyWay, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApi } from "effect/http-api"
+import type { HttpApiGroup } from "effect/http-api"
+import { Errors } from "@school/domain"
+
+export const JSON_CONTENT_TYPE = "application/json; charset=utf-8"
+
+const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const
+
+/** A table of every known route, to tell 405 from 404 (`find`, not `has`: params must match). */
+export const routeTable = <Id extends string, Groups extends HttpApiGroup.Constraint>(
+  api: HttpApi.HttpApi<Id, Groups>,
+  extra: ReadonlyArray<readonly [method: string, path: string]> = []
+) => {
+  const router = FindMyWay.make<true>()
+  HttpApi.reflect(api, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint }) => router.on(endpoint.method, endpoint.path as HttpRouter.PathInput, true)
+  })
+  for (const [method, path] of extra) router.on(method, path as HttpRouter.PathInput, true)
+  return (path: string): ReadonlyArray<string> => METHODS.filter((method) => router.find(method, path) !== undefined)
+}
+
+const fromStatus = (status: number): Errors.PublicError => {
+  switch (status) {
+    case 400:
+    case 422:
+      return new Errors.ValidationFailed({ message: "The request could not be read." })
+    case 404:
+      return new Errors.NotFound({ message: "No such resource." })
+    case 405:
+      return new Errors.MethodNotAllowed({ message: "This method is not allowed on this path." })
+    case 413:
+      return new Errors.PayloadTooLarge({ message: "The request body is larger than 256 KiB." })
+    case 415:
+      return new Errors.UnsupportedMediaType({ message: "Send the body as application/json." })
+    default:
+      return new Errors.InternalError({ message: "Something went wrong on our side. Try again later." })
+  }
+}
+
+const envelopeResponse = (error: Errors.PublicError, status: number, headers: Record<string, string> = {}) =>
+  HttpServerResponse.jsonUnsafe(Errors.toEnvelope(error), {
+    status,
+    headers: { ...headers, "content-type": JSON_CONTENT_TYPE }
+  })
+
+const isJson = (response: HttpServerResponse.HttpServerResponse) =>
+  response.body._tag === "Uint8Array" && response.body.contentType.startsWith("application/json")
+
+/** Any error status without our JSON body (HttpApi's bare 413/415/500s) gets the envelope. */
+const ensureEnvelope = (response: HttpServerResponse.HttpServerResponse) => {
+  if (response.status < 400 || isJson(response)) return withCharset(response)
+  const status = response.status === 400 ? 422 : response.status >= 500 ? 500 : response.status
+  const kept: Record<string, string> = {}
+  for (const [name, value] of Object.entries(response.headers)) {
+    if (name !== "content-type" && name !== "content-length") kept[name] = value
+  }
+  return envelopeResponse(fromStatus(status), status, kept)
+}
+
+const withCharset = (response: HttpServerResponse.HttpServerResponse) =>
+  response.body._tag === "Uint8Array" && response.body.contentType === "application/json"
+    ? HttpServerResponse.setHeader(response, "content-type", JSON_CONTENT_TYPE)
+    : response
+
+const isRouteNotFound = (cause: Cause.Cause<unknown>) =>
+  cause.reasons.some((reason) =>
+    reason._tag === "Fail" && (
+      reason.error instanceof HttpServerError.RouteNotFound ||
+      (reason.error instanceof HttpServerError.HttpServerError &&
+        reason.error.reason instanceof HttpServerError.RouteNotFound)
+    )
+  )
+
+export const ErrorEnvelope = (allowedMethods: (path: string) => ReadonlyArray<string>) => {
+  /** 404 for an unknown path; 405 with `Allow` for a known path and another method. */
+  const noRoute = Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const allowed = allowedMethods(request.url.split("?")[0] ?? "/")
+    return allowed.length === 0
+      ? envelopeResponse(fromStatus(404), 404)
+      : envelopeResponse(fromStatus(405), 405, { allow: allowed.join(", ") })
+  })
+  return HttpRouter.middleware((httpEffect) =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(httpEffect)
+      if (Exit.isSuccess(exit)) {
+        const response = exit.value
+        return response.status === 404 && !isJson(response) ? yield* noRoute : ensureEnvelope(response)
+      }
+      const cause = exit.cause
+      if (Cause.hasInterruptsOnly(cause)) return yield* Effect.failCause(cause)
+      if (isRouteNotFound(cause)) return yield* noRoute
+      const [response] = yield* HttpServerError.causeResponse(cause)
+      if (response.status >= 500) {
+        yield* Effect.logError("request failed", cause)
+      }
+      return ensureEnvelope(response)
+    }), { global: true })
+}

@@ -1,0 +1,62 @@
+/**
+ * The API process's one Layer graph: public API routes, its OpenAPI document
+ * and reference page, health, and the envelope for everything else.
+ */
+import { NodeHttpServer } from "@effect/platform-node"
+import { ByteSize, Layer } from "effect"
+import { HttpIncomingMessage, HttpRouter } from "effect/http"
+import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { createServer } from "node:http"
+import { BASE_PATH, PublicApi } from "@school/domain/PublicApi"
+import * as Sql from "@school/persistence/Sql"
+import { AuthenticationLive } from "./Authentication.ts"
+import { ErrorEnvelope, routeTable } from "./ErrorEnvelope.ts"
+import { HEALTH_ROUTES, HealthRoutes } from "./Health.ts"
+import { CatalogHandlers } from "./http/Catalog.ts"
+import { PaymentsHandlers } from "./http/Payments.ts"
+import { StudentsHandlers } from "./http/Students.ts"
+import { RequestValidationLive } from "./RequestValidation.ts"
+
+export const OPENAPI_PATH = `${BASE_PATH}/openapi.json`
+export const DOCS_PATH = `${BASE_PATH}/docs`
+/** DECISIONS "Requests and responses": larger bodies get 413 payload_too_large. */
+export const MAX_BODY_BYTES = 256 * 1024
+
+const PublicRoutes = HttpApiBuilder.layer(PublicApi, { openapiPath: OPENAPI_PATH }).pipe(
+  Layer.provide([StudentsHandlers, PaymentsHandlers, CatalogHandlers]),
+  Layer.provide([AuthenticationLive, RequestValidationLive])
+)
+
+const allowedMethods = routeTable(PublicApi, [
+  ...HEALTH_ROUTES,
+  ["GET", OPENAPI_PATH],
+  ["GET", DOCS_PATH]
+])
+
+/** Every route of the API process; needs only a SqlClient. */
+export const AppRoutes = Layer.mergeAll(
+  PublicRoutes,
+  HttpApiScalar.layerCdn(PublicApi, { path: DOCS_PATH }),
+  HealthRoutes,
+  ErrorEnvelope(allowedMethods)
+).pipe(
+  Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES)))
+)
+
+export interface ServerOptions {
+  readonly databaseUrl: string
+  readonly port: number
+  readonly host: string
+  readonly maxConnections?: number
+}
+
+/** The whole HTTP server, listening, with its database pool. */
+export const ServerLayer = (options: ServerOptions) =>
+  HttpRouter.serve(AppRoutes).pipe(
+    Layer.provide(NodeHttpServer.layer(createServer, { port: options.port, host: options.host })),
+    Layer.provide(Sql.layer({
+      url: options.databaseUrl,
+      applicationName: "school-api",
+      ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections })
+    }))
+  )

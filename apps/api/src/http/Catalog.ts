@@ -1,0 +1,58 @@
+/** GET /groups, /lessons, /filials, /subjects, /programs, /levels. */
+import { Effect, Layer, Result } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { LessonWindow, Pagination } from "@school/domain"
+import { CurrentKey, PublicApi } from "@school/domain/PublicApi"
+import { Catalog } from "@school/persistence/Catalog"
+import type { PageResult } from "@school/persistence/Paging"
+
+type PageQuery = { readonly page?: number | undefined; readonly per_page?: number | undefined }
+
+/** A paginated list of one school: the whole handler, given which catalog list to read. */
+const listOf = <A>(read: (schoolId: number, page: Pagination.PageRequest) => Effect.Effect<PageResult<A>>) =>
+  Effect.fnUntraced(function*({ query }: { readonly query: PageQuery }) {
+    const { schoolId } = yield* CurrentKey
+    const page = Pagination.pageRequest(query)
+    const { items, total } = yield* read(schoolId, page)
+    return { data: items, meta: Pagination.meta(page, total) }
+  })
+
+export const GroupsHandlersNoDeps = HttpApiBuilder.group(
+  PublicApi,
+  "groups",
+  Effect.fnUntraced(function*(handlers) {
+    const catalog = yield* Catalog
+    return handlers.handle("list", listOf(catalog.groups))
+  })
+)
+
+export const LessonsHandlersNoDeps = HttpApiBuilder.group(
+  PublicApi,
+  "lessons",
+  Effect.fnUntraced(function*(handlers) {
+    const catalog = yield* Catalog
+    return handlers.handle("list", Effect.fnUntraced(function*({ query }) {
+      // spec 4.2: invalid_window, window_too_large
+      const window = LessonWindow.validateWindow(query.from, query.to)
+      if (Result.isFailure(window)) return yield* window.failure
+      return yield* listOf((schoolId, page) => catalog.lessons(schoolId, window.success, page))({ query })
+    }))
+  })
+)
+
+export const ReferenceHandlersNoDeps = HttpApiBuilder.group(
+  PublicApi,
+  "reference",
+  Effect.fnUntraced(function*(handlers) {
+    const catalog = yield* Catalog
+    return handlers
+      .handle("filials", listOf(catalog.filials))
+      .handle("subjects", listOf(catalog.subjects))
+      .handle("programs", listOf(catalog.programs))
+      .handle("levels", listOf(catalog.levels))
+  })
+)
+
+export const CatalogHandlers = Layer.mergeAll(GroupsHandlersNoDeps, LessonsHandlersNoDeps, ReferenceHandlersNoDeps).pipe(
+  Layer.provide(Catalog.layer)
+)

@@ -1,0 +1,22 @@
+/** GET /payments (spec 2.4): amounts in whole kopecks. */
+import { Effect, Layer } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { Pagination } from "@school/domain"
+import { CurrentKey, PublicApi } from "@school/domain/PublicApi"
+import { Payments } from "@school/persistence/Payments"
+
+export const PaymentsHandlersNoDeps = HttpApiBuilder.group(
+  PublicApi,
+  "payments",
+  Effect.fnUntraced(function*(handlers) {
+    const payments = yield* Payments
+    return handlers.handle("list", Effect.fnUntraced(function*({ query }) {
+      const { schoolId } = yield* CurrentKey
+      const page = Pagination.pageRequest(query)
+      const { items, total } = yield* payments.list(schoolId, { page, updatedSince: query.updated_since })
+      return { data: items, meta: Pagination.meta(page, total) }
+    }))
+  })
+)
+
+export const PaymentsHandlers = PaymentsHandlersNoDeps.pipe(Layer.provide(Payments.layer))

@@ -1,0 +1,32 @@
+/** GET /students and GET /students/{id} (spec 2.3, 4.2): decode, one repository call, encode. */
+import { Effect, Layer, Option } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { Errors, Pagination } from "@school/domain"
+import { CurrentKey, PublicApi } from "@school/domain/PublicApi"
+import { Students } from "@school/persistence/Students"
+
+export const StudentsHandlersNoDeps = HttpApiBuilder.group(
+  PublicApi,
+  "students",
+  Effect.fnUntraced(function*(handlers) {
+    const students = yield* Students
+    return handlers
+      .handle("list", Effect.fnUntraced(function*({ query }) {
+        const { schoolId } = yield* CurrentKey
+        const page = Pagination.pageRequest(query)
+        const { items, total } = yield* students.list(schoolId, { page, updatedSince: query.updated_since })
+        return { data: items, meta: Pagination.meta(page, total) }
+      }))
+      .handle("get", Effect.fnUntraced(function*({ params }) {
+        const { schoolId } = yield* CurrentKey
+        const student = yield* students.get(schoolId, params.id)
+        if (Option.isNone(student)) {
+          // Another school's student is indistinguishable from a missing one.
+          return yield* new Errors.NotFound({ message: `Student ${params.id} not found.` })
+        }
+        return { data: student.value }
+      }))
+  })
+)
+
+export const StudentsHandlers = StudentsHandlersNoDeps.pipe(Layer.provide(Students.layer))

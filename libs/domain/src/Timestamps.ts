@@ -1,0 +1,27 @@
+/**
+ * Timestamp filters (spec 4.1, DECISIONS "Lists"): ISO 8601 with an explicit
+ * offset (`Z` or `±HH:MM`). The validated string goes to Postgres unchanged,
+ * so microseconds survive (a JS Date would keep only milliseconds).
+ */
+import { Schema } from "effect"
+
+const ISO_WITH_OFFSET =
+  /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?(Z|[+-](\d{2}):?(\d{2}))$/
+
+export const isIsoInstantWithOffset = (s: string): boolean => {
+  const m = ISO_WITH_OFFSET.exec(s)
+  if (m === null) return false
+  const [, y, mo, d, h, mi, sec, , , oh, om] = m
+  const month = Number(mo)
+  const day = Number(d)
+  const daysInMonth = new Date(Date.UTC(Number(y), month, 0)).getUTCDate()
+  return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth &&
+    Number(h) <= 23 && Number(mi) <= 59 && Number(sec ?? 0) <= 59 &&
+    Number(oh ?? 0) <= 23 && Number(om ?? 0) <= 59
+}
+
+export const IsoInstant = Schema.String.check(
+  Schema.makeFilter(isIsoInstantWithOffset, {
+    message: "Expected an ISO 8601 date-time with an offset, e.g. 2026-11-22T09:15:03Z or 2026-11-22T12:15:03+03:00"
+  })
+)

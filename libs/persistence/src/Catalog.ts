@@ -1,0 +1,72 @@
+/**
+ * The school's catalog as the public API reads it: groups (with free places),
+ * lessons in a window, filials, subjects, programs, levels.
+ */
+import { Context, Effect, Layer } from "effect"
+import type { Schema } from "effect"
+import { Models, Pagination } from "@school/domain"
+import type { LessonWindow } from "@school/domain/LessonWindow"
+import { SqlClient } from "effect/sql"
+import type { Statement } from "effect/sql"
+import { listPage } from "./Paging.ts"
+import type { PageResult } from "./Paging.ts"
+
+export class Catalog extends Context.Service<Catalog, {
+  groups(schoolId: number, page: Pagination.PageRequest): Effect.Effect<PageResult<Models.Group>>
+  lessons(schoolId: number, window: LessonWindow, page: Pagination.PageRequest): Effect.Effect<PageResult<Models.Lesson>>
+  filials(schoolId: number, page: Pagination.PageRequest): Effect.Effect<PageResult<typeof Models.Filial.Type>>
+  subjects(schoolId: number, page: Pagination.PageRequest): Effect.Effect<PageResult<typeof Models.Subject.Type>>
+  programs(schoolId: number, page: Pagination.PageRequest): Effect.Effect<PageResult<typeof Models.Program.Type>>
+  levels(schoolId: number, page: Pagination.PageRequest): Effect.Effect<PageResult<typeof Models.Level.Type>>
+}>()("school/persistence/Catalog") {
+  static readonly layer = Layer.effect(
+    Catalog,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+
+      /** A whole-table list of one school, ordered by id. */
+      const simple = <S extends Schema.Constraint>(
+        row: S,
+        table: string,
+        columns: Statement.Fragment
+      ) =>
+      (schoolId: number, page: Pagination.PageRequest) => {
+        const { limit, offset } = Pagination.toWindow(page)
+        return listPage(
+          row,
+          sql`SELECT count(*)::int AS total FROM ${sql(table)} WHERE school_id = ${schoolId}`,
+          sql`SELECT ${columns} FROM ${sql(table)} WHERE school_id = ${schoolId}
+              ORDER BY id LIMIT ${limit} OFFSET ${offset}`
+        ).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+      }
+
+      const lessons = (schoolId: number, window: LessonWindow, page: Pagination.PageRequest) => {
+        const { limit, offset } = Pagination.toWindow(page)
+        const filter = sql`school_id = ${schoolId}
+          AND starts_at >= ${window.startsFrom}::timestamptz AND starts_at < ${window.startsBefore}::timestamptz`
+        return listPage(
+          Models.Lesson,
+          sql`SELECT count(*)::int AS total FROM lessons WHERE ${filter}`,
+          sql`SELECT id, group_id, filial_id, teacher_id, api_ts(starts_at) AS starts_at,
+                     api_ts(ends_at) AS ends_at, topic
+              FROM lessons WHERE ${filter}
+              ORDER BY id LIMIT ${limit} OFFSET ${offset}`
+        ).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+      }
+
+      return Catalog.of({
+        groups: simple(
+          Models.Group,
+          "groups",
+          sql`id, name, filial_id, subject_id, program_id, level_id, teacher_id, capacity, enrolled_count,
+              capacity - enrolled_count AS free_places`
+        ),
+        lessons,
+        filials: simple(Models.Filial, "filials", sql`id, name, address`),
+        subjects: simple(Models.Subject, "subjects", sql`id, name`),
+        programs: simple(Models.Program, "programs", sql`id, name, subject_id`),
+        levels: simple(Models.Level, "levels", sql`id, name, program_id`)
+      })
+    })
+  )
+}

@@ -1,0 +1,80 @@
+/**
+ * Students of one school, as the public API reads them (spec 2.3, 4.2).
+ * Every function takes the caller's school: no query can forget it.
+ */
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Models, Money, Pagination } from "@school/domain"
+import { SqlClient } from "effect/sql"
+import { listPage } from "./Paging.ts"
+
+const StudentRow = Schema.Struct({
+  ...Models.StudentListItem.fields,
+  balance_kopecks: Money.KopecksFromBigInt
+})
+
+const StudentCardRow = Schema.Struct({
+  ...Models.StudentCard.fields,
+  balance_kopecks: Money.KopecksFromBigInt
+})
+
+export interface ListStudents {
+  readonly page: Pagination.PageRequest
+  /** ISO 8601 with offset, already validated; passed to Postgres unchanged. */
+  readonly updatedSince?: string | undefined
+}
+
+export class Students extends Context.Service<Students, {
+  list(schoolId: number, request: ListStudents): Effect.Effect<{
+    readonly items: ReadonlyArray<Models.StudentListItem>
+    readonly total: number
+  }>
+  get(schoolId: number, id: number): Effect.Effect<Option.Option<Models.StudentCard>>
+}>()("school/persistence/Students") {
+  static readonly layer = Layer.effect(
+    Students,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const provide = Effect.provideService(SqlClient.SqlClient, sql)
+
+      const list = (schoolId: number, { page, updatedSince }: ListStudents) => {
+        const { limit, offset } = Pagination.toWindow(page)
+        // Legacy rows (updated_at NULL) never match `>=` (spec 4.3 rule 4).
+        const filter = updatedSince === undefined
+          ? sql`school_id = ${schoolId}`
+          : sql`school_id = ${schoolId} AND updated_at >= ${updatedSince}::timestamptz`
+        return listPage(
+          StudentRow,
+          sql`SELECT count(*)::int AS total FROM students WHERE ${filter}`,
+          sql`SELECT id, fio, phone, email, balance_kopecks, filial_id,
+                     api_ts(created_at) AS created_at, api_ts(updated_at) AS updated_at,
+                     NULL AS active_groups
+              FROM students WHERE ${filter}
+              ORDER BY id LIMIT ${limit} OFFSET ${offset}`
+        ).pipe(provide)
+      }
+
+      const get = (schoolId: number, id: number) =>
+        sql`SELECT s.id, s.fio, s.phone, s.email, s.balance_kopecks, s.filial_id,
+                   api_ts(s.created_at) AS created_at, api_ts(s.updated_at) AS updated_at,
+                   coalesce((
+                     SELECT json_agg(json_build_object(
+                              'group_id', g.id, 'group_name', g.name, 'filial_id', g.filial_id,
+                              'enrollment_id', e.id, 'enrolled_at', api_ts(e.enrolled_at)
+                            ) ORDER BY e.id)
+                     FROM enrollments e
+                     JOIN groups g ON g.school_id = e.school_id AND g.id = e.group_id
+                     WHERE e.school_id = s.school_id AND e.student_id = s.id AND e.ended_at IS NULL
+                   ), '[]'::json) AS active_groups
+            FROM students s WHERE s.school_id = ${schoolId} AND s.id = ${id}`.pipe(
+          Effect.flatMap((rows) =>
+            rows.length === 0
+              ? Effect.succeedNone
+              : Effect.map(Schema.decodeUnknownEffect(StudentCardRow)(rows[0]), Option.some)
+          ),
+          Effect.orDie
+        )
+
+      return Students.of({ list, get })
+    })
+  )
+}
