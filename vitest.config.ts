@@ -1,0 +1,18 @@
+/**
+ * One test run: every `test/**\/*.test.ts` file, files in parallel, against
+ * ONE PostgreSQL started by the global setup (CONTRACT "npm test"); each file
+ * gets its own database from `test/support/TestDatabase.ts`.
+ */
+import { defineConfig } from "vitest/config"
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    globalSetup: ["test/support/globalSetup.ts"],
+    fileParallelism: true,
+    // Starting PostgreSQL (or pulling a container image) and creating a
+    // database per file happen in hooks.
+    hookTimeout: 120_000,
+    testTimeout: 60_000
+  }
+})
