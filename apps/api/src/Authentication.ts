@@ -4,12 +4,9 @@
  * comparison of the secret's hash, then revoked before expired.
  */
 import { Effect, Layer, Option, Redacted } from "effect"
-import { createHash, timingSafeEqual } from "node:crypto"
 import { ApiKey, Errors } from "@school/domain"
 import { Authentication, CurrentKey, RequireWriteScope } from "@school/domain/PublicApi"
 import { ApiKeys } from "@school/persistence/ApiKeys"
-
-const sha256 = (secret: string): Buffer => createHash("sha256").update(secret).digest()
 
 export const AuthenticationLive = Layer.effect(
   Authentication,
@@ -26,8 +23,7 @@ export const AuthenticationLive = Layer.effect(
           return yield* Errors.unauthorized("unknown_key")
         }
         const key = found.value
-        const presented = sha256(parsed.value.secret)
-        if (key.secret_hash.length !== presented.length || !timingSafeEqual(key.secret_hash, presented)) {
+        if (!ApiKey.secretMatches(parsed.value.secret, key.secret_hash)) {
           return yield* Errors.unauthorized("unknown_key")
         }
         if (key.revoked) return yield* Errors.unauthorized("revoked_key")

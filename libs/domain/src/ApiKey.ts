@@ -5,6 +5,7 @@
  * `missing_or_malformed_key`, never a crash.
  */
 import { Option } from "effect"
+import { createHash, timingSafeEqual } from "node:crypto"
 
 export const KEY_LITERAL = "svc_"
 export const PREFIX_LENGTH = 8
@@ -46,4 +47,13 @@ const draw = (alphabet: string, length: number, randomBytes: (n: number) => Uint
     }
   }
   return out
+}
+
+/** What is stored for a secret: its SHA-256 (the secret has 190 bits of entropy, so no slow hash is needed). */
+export const hashSecret = (secret: string): Uint8Array => createHash("sha256").update(secret).digest()
+
+/** Compares a presented secret with a stored hash in constant time. */
+export const secretMatches = (secret: string, storedHash: Uint8Array): boolean => {
+  const presented = hashSecret(secret)
+  return storedHash.length === presented.length && timingSafeEqual(storedHash, presented)
 }
