@@ -15,10 +15,12 @@ export const statements: ReadonlyArray<string> = [
      LANGUAGE sql IMMUTABLE PARALLEL SAFE
      RETURN to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
 
-  // Moves `updated_at` on every real change of a row (DECISIONS "Lists").
+  // Moves `updated_at` on every real change of a row (DECISIONS "Lists"),
+  // unless the statement sets `updated_at` itself (data imports, the legacy
+  // placeholder, tests).
   `CREATE FUNCTION touch_updated_at() RETURNS trigger LANGUAGE plpgsql AS $$
    BEGIN
-     IF NEW IS DISTINCT FROM OLD THEN
+     IF NEW IS DISTINCT FROM OLD AND NEW.updated_at IS NOT DISTINCT FROM OLD.updated_at THEN
        NEW.updated_at := clock_timestamp();
      END IF;
      RETURN NEW;

@@ -1,0 +1,93 @@
+/**
+ * Small, explicit test data written with SQL: a school with a plan, a filial,
+ * students, groups, enrollments, payments, lessons and API keys in any state
+ * (revoked, expired). Each helper returns the ids it created.
+ */
+import { ApiKey } from "@school/domain"
+import { Effect } from "effect"
+import { randomBytes } from "node:crypto"
+import { SqlClient } from "effect/sql"
+
+const one = <A>(rows: ReadonlyArray<A>): A => {
+  const row = rows[0]
+  if (row === undefined) throw new Error("expected one row")
+  return row
+}
+
+export const school = Effect.fnUntraced(function*(plan: string | null = "pro", name = "Test school") {
+  const sql = yield* SqlClient.SqlClient
+  const { id } = one(yield* sql<{ id: number }>`INSERT INTO schools (name, plan) VALUES (${name}, ${plan}) RETURNING id`)
+  const filial = one(
+    yield* sql<{ id: number }>`INSERT INTO filials (school_id, name, address) VALUES (${id}, 'Main', 'Main street 1') RETURNING id`
+  )
+  return { schoolId: id, filialId: filial.id }
+}, Effect.orDie)
+
+export interface KeyOptions {
+  readonly scope?: "read" | "write"
+  readonly revoked?: boolean
+  readonly expired?: boolean
+}
+
+/** Issues a key and returns the whole `svc_…` string. */
+export const key = Effect.fnUntraced(function*(schoolId: number, options: KeyOptions = {}) {
+  const sql = yield* SqlClient.SqlClient
+  const parsed = ApiKey.generateApiKey(randomBytes)
+  const expiresAt = options.expired === true ? new Date(Date.now() - 60_000) : null
+  const revokedAt = options.revoked === true ? new Date() : null
+  yield* sql`INSERT INTO api_keys (school_id, name, prefix, secret_hash, scope, expires_at, revoked_at)
+             VALUES (${schoolId}, 'test', ${parsed.prefix}, ${ApiKey.hashSecret(parsed.secret)},
+                     ${options.scope ?? "read"}, ${expiresAt}, ${revokedAt})`
+  yield* sql`INSERT INTO api_key_prefixes (prefix, school_id) VALUES (${parsed.prefix}, ${schoolId})`
+  return ApiKey.formatApiKey(parsed)
+}, Effect.orDie)
+
+/** `count` students named `<prefix> n`, balance n*100 kopecks; returns their ids in order. */
+export const students = Effect.fnUntraced(function*(schoolId: number, filialId: number, count: number, prefix = "Student") {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ id: number }>`
+    INSERT INTO students (school_id, fio, phone, email, filial_id, balance_kopecks)
+    SELECT ${schoolId}, ${prefix} || ' ' || g, '+7 900 000-00-' || lpad(g::text, 2, '0'), 's' || g || '@example.com',
+           ${filialId}, g * 100
+    FROM generate_series(1, ${count}) g ORDER BY g
+    RETURNING id`
+  return rows.map((row) => row.id)
+}, Effect.orDie)
+
+export const group = Effect.fnUntraced(function*(schoolId: number, filialId: number, name = "Group", capacity = 10) {
+  const sql = yield* SqlClient.SqlClient
+  return one(yield* sql<{ id: number }>`
+    INSERT INTO groups (school_id, name, filial_id, capacity) VALUES (${schoolId}, ${name}, ${filialId}, ${capacity})
+    RETURNING id`).id
+}, Effect.orDie)
+
+export const enroll = Effect.fnUntraced(function*(schoolId: number, studentId: number, groupId: number) {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`UPDATE groups SET enrolled_count = enrolled_count + 1 WHERE school_id = ${schoolId} AND id = ${groupId}`
+  return one(yield* sql<{ id: number }>`
+    INSERT INTO enrollments (school_id, student_id, group_id) VALUES (${schoolId}, ${studentId}, ${groupId})
+    RETURNING id`).id
+}, Effect.orDie)
+
+export const lesson = Effect.fnUntraced(function*(schoolId: number, groupId: number, filialId: number, startsAt: string) {
+  const sql = yield* SqlClient.SqlClient
+  return one(yield* sql<{ id: number }>`
+    INSERT INTO lessons (school_id, group_id, filial_id, starts_at, ends_at, topic)
+    VALUES (${schoolId}, ${groupId}, ${filialId}, ${startsAt}::timestamptz, ${startsAt}::timestamptz + interval '90 minutes', 'Topic')
+    RETURNING id`).id
+}, Effect.orDie)
+
+export const payment = Effect.fnUntraced(function*(
+  schoolId: number,
+  studentId: number,
+  filialId: number,
+  amountKopecks: number,
+  paymentType = "card"
+) {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`UPDATE students SET balance_kopecks = balance_kopecks + ${amountKopecks}
+             WHERE school_id = ${schoolId} AND id = ${studentId}`
+  return one(yield* sql<{ id: number }>`
+    INSERT INTO payments (school_id, student_id, amount_kopecks, payment_type, filial_id)
+    VALUES (${schoolId}, ${studentId}, ${amountKopecks}, ${paymentType}, ${filialId}) RETURNING id`).id
+}, Effect.orDie)
