@@ -34,7 +34,7 @@ class World extends Context.Service<World, {
       const sql = yield* SqlClient.SqlClient
       const a = yield* Fixtures.school("pro", "School A")
       const b = yield* Fixtures.school("basic", "School B")
-      const studentIds = yield* Fixtures.students(a.schoolId, a.filialId, 45)
+      const studentIds = yield* Fixtures.students(a.schoolId, a.filialId, 45, "Student")
       const [studentOfB] = yield* Fixtures.students(b.schoolId, b.filialId, 3, "Other")
       const legacyId = studentIds[2]!
       yield* sql`UPDATE students SET updated_at = NULL WHERE school_id = ${a.schoolId} AND id = ${legacyId}`

@@ -14,7 +14,7 @@ const one = <A>(rows: ReadonlyArray<A>): A => {
   return row
 }
 
-export const school = Effect.fnUntraced(function*(plan: string | null = "pro", name = "Test school") {
+export const school = Effect.fnUntraced(function*(plan: string | null, name: string) {
   const sql = yield* SqlClient.SqlClient
   const { id } = one(yield* sql<{ id: number }>`INSERT INTO schools (name, plan) VALUES (${name}, ${plan}) RETURNING id`)
   const filial = one(
@@ -43,7 +43,7 @@ export const key = Effect.fnUntraced(function*(schoolId: number, options: KeyOpt
 }, Effect.orDie)
 
 /** `count` students named `<prefix> n`, balance n*100 kopecks; returns their ids in order. */
-export const students = Effect.fnUntraced(function*(schoolId: number, filialId: number, count: number, prefix = "Student") {
+export const students = Effect.fnUntraced(function*(schoolId: number, filialId: number, count: number, prefix: string) {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<{ id: number }>`
     INSERT INTO students (school_id, fio, phone, email, filial_id, balance_kopecks)
@@ -54,7 +54,7 @@ export const students = Effect.fnUntraced(function*(schoolId: number, filialId: 
   return rows.map((row) => row.id)
 }, Effect.orDie)
 
-export const group = Effect.fnUntraced(function*(schoolId: number, filialId: number, name = "Group", capacity = 10) {
+export const group = Effect.fnUntraced(function*(schoolId: number, filialId: number, name: string, capacity: number) {
   const sql = yield* SqlClient.SqlClient
   return one(yield* sql<{ id: number }>`
     INSERT INTO groups (school_id, name, filial_id, capacity) VALUES (${schoolId}, ${name}, ${filialId}, ${capacity})
@@ -82,7 +82,7 @@ export const payment = Effect.fnUntraced(function*(
   studentId: number,
   filialId: number,
   amountKopecks: number,
-  paymentType = "card"
+  paymentType: string
 ) {
   const sql = yield* SqlClient.SqlClient
   yield* sql`UPDATE students SET balance_kopecks = balance_kopecks + ${amountKopecks}
