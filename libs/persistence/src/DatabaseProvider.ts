@@ -56,6 +56,9 @@ const STOP_GRACE_MS = 15_000
 const fail = (message: string) => new DatabaseStartError({ message })
 const describe = (error: unknown): string => error instanceof Error ? error.message : String(error)
 
+const urlOf = (password: string, port: number) =>
+  `postgres://${SUPERUSER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`
+
 /** The given server: nothing to start or stop. */
 export const fromUrl = (url: string): Database => ({ url, origin: "url" })
 
@@ -140,17 +143,21 @@ const isAlive = (pid: number): boolean => {
   }
 }
 
-/** A cluster left running by a process that died keeps its lock; say so instead of a cryptic failure. */
-const refuseIfRunning = (dataDir: string) =>
-  Effect.gen(function*() {
-    const pidFile = yield* Effect.promise(() => Fs.readFile(Path.join(dataDir, "postmaster.pid"), "utf8").catch(() => ""))
-    const pid = Number.parseInt(pidFile.split("\n")[0] ?? "", 10)
-    if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) {
-      return yield* fail(
-        `a PostgreSQL server (pid ${pid}) is already running on ${dataDir}; stop it (kill -INT ${pid}) or set DATABASE_URL`
-      )
-    }
-  })
+/**
+ * The server already running on `dataDir`, from its `postmaster.pid` (pid,
+ * data dir, start time, port, socket dir, listen address, shmem key, status).
+ */
+const runningServer = (dataDir: string) =>
+  Effect.promise(() => Fs.readFile(Path.join(dataDir, "postmaster.pid"), "utf8").catch(() => "")).pipe(
+    Effect.map((content) => {
+      const lines = content.split("\n").map((line) => line.trim())
+      const pid = Number.parseInt(lines[0] ?? "", 10)
+      const port = Number.parseInt(lines[3] ?? "", 10)
+      return Number.isInteger(pid) && pid > 0 && isAlive(pid)
+        ? Option.some({ pid, port, ready: lines[7] === "ready" && Number.isInteger(port) })
+        : Option.none()
+    })
+  )
 
 /** Keeps the last lines of the server's output, for the error message when it does not start. */
 const makeLogTail = (verbose: boolean) => {
@@ -289,7 +296,8 @@ const startServer = (options: {
 /**
  * An embedded PostgreSQL on 127.0.0.1, its cluster in `dataDir` (initdb on
  * first use). Stopped when the scope closes; `persistent: false` also removes
- * the data directory then.
+ * the data directory then. A persistent cluster some other process already
+ * runs (e.g. `npm start` while the CLI runs) is used as it is and left running.
  */
 export const embedded = (options: EmbeddedOptions): Effect.Effect<Database, DatabaseStartError, Scope.Scope> =>
   Effect.gen(function*() {
@@ -300,8 +308,17 @@ export const embedded = (options: EmbeddedOptions): Effect.Effect<Database, Data
       yield* Effect.addFinalizer(() => Effect.promise(() => Fs.rm(dataDir, { recursive: true, force: true })))
     }
     yield* Effect.promise(() => Fs.mkdir(Path.dirname(dataDir), { recursive: true }))
-    yield* refuseIfRunning(dataDir)
     const password = options.persistent ? PERSISTENT_PASSWORD : randomBytes(18).toString("base64url")
+    // Another process (`npm start`) already runs this cluster: use it, leave it running.
+    const running = yield* runningServer(dataDir)
+    if (Option.isSome(running)) {
+      if (options.persistent && running.value.ready && options.port === undefined) {
+        return { url: urlOf(password, running.value.port), origin: "embedded" } satisfies Database
+      }
+      return yield* fail(
+        `a PostgreSQL server (pid ${running.value.pid}) is already running on ${dataDir}; stop it (kill -INT ${running.value.pid}) or set DATABASE_URL`
+      )
+    }
     if (!options.persistent || !(yield* exists(Path.join(dataDir, "PG_VERSION")))) {
       yield* initialise({ dataDir, password, durable, log: tail.push })
     }
@@ -310,8 +327,7 @@ export const embedded = (options: EmbeddedOptions): Effect.Effect<Database, Data
       startServer({ dataDir, port, durable, maxConnections: options.maxConnections ?? 200, tail }),
       (release) => release
     )
-    const url = `postgres://${SUPERUSER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`
-    return { url, origin: "embedded" } satisfies Database
+    return { url: urlOf(password, port), origin: "embedded" } satisfies Database
   })
 
 /** An embedded PostgreSQL in a fresh temporary directory, removed when the scope closes. */

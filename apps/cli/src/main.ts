@@ -1,0 +1,164 @@
+/**
+ * The operator CLI (CONTRACT "Operator CLI"), `npm run cli -- <command>`:
+ *
+ *   schools create --name NAME --plan PLAN --owner-email EMAIL --owner-password PASSWORD [--owner-name NAME] [--json]
+ *   schools set-plan --school ID --plan PLAN [--json]
+ *   demo seed [--json]
+ *
+ * Against DATABASE_URL. When it is unset, against the embedded PostgreSQL of
+ * `npm start` (data in .data/postgres): the running one if `npm start` is up,
+ * else started for the command (migrations applied) and stopped after it.
+ *
+ * With --json, stdout carries exactly one JSON document; logs go to stderr.
+ * A bad argument is one line on stderr and exit 2; a refused operation (e-mail
+ * taken, no such school, no database) one line and exit 1.
+ */
+import { Console, Effect, Option, Schema } from "effect"
+import { CliError, CliOutput, Command, Flag } from "effect/cli"
+import { NodeServices } from "@effect/platform-node"
+import { seedDemo } from "@school/persistence/DemoSeed"
+import { runMain } from "@school/persistence/Main"
+import { createSchool, MAIN_FUNNEL_STATUSES, setPlan } from "@school/persistence/Schools"
+import { Settings } from "@school/persistence/Settings"
+import { Database } from "./Database.ts"
+
+const PLANS = ["basic", "economy", "standard", "extended", "pro", "none"] as const
+
+const json = Flag.Boolean("json").pipe(
+  Flag.withDefault(false),
+  Flag.withDescription("Print exactly one JSON document on stdout")
+)
+const plan = Flag.Literals("plan", PLANS).pipe(
+  Flag.withDescription("basic, economy, standard, extended, pro, or none (no plan)")
+)
+const toPlan = (value: typeof PLANS[number]) => value === "none" ? null : value
+
+const nonEmpty = (name: string) =>
+  Flag.String(name).pipe(Flag.filter((value) => value.trim() !== "", () => `--${name} must not be empty`))
+
+const Email = Schema.String.pipe(
+  Schema.check(Schema.isPattern(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, { message: "expected an e-mail address" }))
+)
+
+/** Prints the result: the JSON document, or a line for a person. */
+const output = (asJson: boolean, value: object, line: string) =>
+  Console.log(asJson ? JSON.stringify(value, null, 2) : line)
+
+const create = Command.make(
+  "create",
+  {
+    name: nonEmpty("name").pipe(Flag.withDescription("School name")),
+    plan,
+    ownerEmail: Flag.String("owner-email").pipe(Flag.withSchema(Email), Flag.withDescription("Owner's login e-mail")),
+    ownerPassword: nonEmpty("owner-password").pipe(Flag.withDescription("Owner's password (stored scrypt-hashed)")),
+    ownerName: Flag.String("owner-name").pipe(Flag.optional, Flag.withDescription("Owner's name (default: Owner)")),
+    json
+  },
+  Effect.fn(function*(input) {
+    const created = yield* createSchool({
+      name: input.name.trim(),
+      plan: toPlan(input.plan),
+      owner: {
+        name: Option.getOrElse(input.ownerName, () => "Owner").trim() || "Owner",
+        email: input.ownerEmail,
+        password: input.ownerPassword
+      }
+    }).pipe(Effect.provide(Database.layer))
+    yield* output(
+      input.json,
+      created,
+      `school ${created.school_id} created: owner ${created.owner_id}, main funnel ${created.main_funnel_id} (${
+        MAIN_FUNNEL_STATUSES.map((s) => s.name).join(", ")
+      })`
+    )
+  })
+).pipe(Command.withDescription("Create a school with its owner and main funnel"))
+
+const setPlanCommand = Command.make(
+  "set-plan",
+  {
+    school: Flag.Int("school").pipe(
+      Flag.filter((id) => id > 0, () => "--school must be a positive school id"),
+      Flag.withDescription("School id")
+    ),
+    plan,
+    json
+  },
+  Effect.fn(function*(input) {
+    yield* setPlan(input.school, toPlan(input.plan)).pipe(Effect.provide(Database.layer))
+    yield* output(
+      input.json,
+      { school_id: input.school, plan: toPlan(input.plan) },
+      `school ${input.school}: plan ${input.plan}`
+    )
+  })
+).pipe(Command.withDescription("Change a school's plan"))
+
+const seed = Command.make(
+  "seed",
+  { json },
+  Effect.fn(function*(input) {
+    const demo = yield* seedDemo().pipe(Effect.provide(Database.layer))
+    yield* output(
+      input.json,
+      demo,
+      [
+        `demo school ${demo.school_id} created`,
+        `  owner login: ${demo.owner.email} / ${demo.owner.password}`,
+        `  read key:    ${demo.keys.read}`,
+        `  write key:   ${demo.keys.write}`
+      ].join("\n")
+    )
+  })
+).pipe(Command.withDescription("Create another demo school (plan pro) with data and a read and a write key"))
+
+const cli = Command.make("cli").pipe(
+  Command.withDescription("School service operator commands"),
+  Command.withSubcommands([
+    Command.make("schools").pipe(
+      Command.withDescription("Schools"),
+      Command.withSubcommands([create, setPlanCommand])
+    ),
+    Command.make("demo").pipe(
+      Command.withDescription("Demo data"),
+      Command.withSubcommands([seed])
+    )
+  ])
+)
+
+const oneLine = (text: string) => text.split("\n").map((line) => line.trim()).filter((line) => line !== "").join("; ")
+
+const usageError = (message: string | undefined) =>
+  Effect.sync(() => {
+    if (message !== undefined) process.stderr.write(`error: ${oneLine(message)}\n`)
+    process.exitCode = 2
+  })
+
+/** Help and version as usual (stdout); a bad invocation is one line on stderr, without the help page. */
+const presenter = CliOutput.layerPresenter({
+  present: (event) =>
+    event._tag === "InvalidInvocation"
+      ? Effect.sync(() =>
+        process.stderr.write(`error: ${oneLine(event.errors.map((error) => error.message).join("; "))} (see --help)\n`)
+      )
+      : CliOutput.defaultPresenter.present(event)
+})
+
+const refused = (message: string) =>
+  Effect.sync(() => {
+    process.stderr.write(`error: ${oneLine(message)}\n`)
+    process.exitCode = 1
+  })
+
+const program = Command.runWith(cli, { version: "1.0.0" })(process.argv.slice(2)).pipe(
+  // Help asked for (or a command without a subcommand): printed, exit 0.
+  // Help because of bad arguments: the presenter printed the line, exit 2.
+  Effect.catchTag("ShowHelp", (help) => help.errors.length === 0 ? Effect.void : usageError(undefined)),
+  Effect.catchIf(CliError.isCliError, (error) => usageError(error.message)),
+  Effect.catchTag(["EmailTaken", "SchoolNotFound", "DatabaseStartError"], (error) => refused(error.message)),
+  Effect.catchTag("SqlError", (error) => refused(`cannot reach the database: ${error.message}`)),
+  Effect.provide([NodeServices.layer, presenter]),
+  Effect.provide(Settings.layerWithLogging)
+)
+
+runMain(program)
