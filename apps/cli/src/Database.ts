@@ -11,33 +11,12 @@ import { runMigrations } from "@school/persistence/Migrations"
 import { Settings } from "@school/persistence/Settings"
 import * as Sql from "@school/persistence/Sql"
 import { Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
-
-/** The innermost cause's message: "connect ECONNREFUSED 127.0.0.1:5432" rather than "Failed to connect". */
-const rootMessage = (error: unknown): string => {
-  let current = error
-  while (current instanceof Error && current.cause instanceof Error) current = current.cause
-  return current instanceof Error ? current.message : String(current)
-}
-
-/** host:port/database, never the password. */
-const describe = (url: string): string => {
-  const parsed = new URL(url)
-  return `${parsed.host}${parsed.pathname}`
-}
 
 /** Connects (SELECT 1) before the command runs, so an unreachable database is one clear line. */
 const connect = (url: string) =>
-  Layer.effectDiscard(Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    yield* sql`SELECT 1`.pipe(
-      Effect.mapError((error) =>
-        new DatabaseProvider.DatabaseStartError({
-          message: `cannot connect to the database at ${describe(url)}: ${rootMessage(error)}`
-        })
-      )
-    )
-  })).pipe(Layer.provideMerge(Sql.layer({ url, maxConnections: 2, applicationName: "school-cli" })))
+  Layer.effectDiscard(DatabaseProvider.checkConnection(url)).pipe(
+    Layer.provideMerge(Sql.layer({ url, maxConnections: 2, applicationName: "school-cli" }))
+  )
 
 export const Database = {
   layer: Layer.unwrap(Effect.gen(function*() {

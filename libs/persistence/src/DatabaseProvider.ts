@@ -12,7 +12,8 @@
  * does what is platform specific: the binaries, `initdb`, and the `postgres`
  * system user PostgreSQL needs when we run as root.
  */
-import { Config, Duration, Effect, Option, Schema, Scope } from "effect"
+import { Config, Duration, Effect, Option, Runtime, Schema, Scope } from "effect"
+import { SqlClient } from "effect/sql"
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs/promises"
@@ -21,9 +22,12 @@ import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
 
+/** The database could not be started or reached. `runMain` prints its message as is (no stack). */
 export class DatabaseStartError extends Schema.TaggedError<DatabaseStartError>()("DatabaseStartError", {
   message: Schema.String
-}) {}
+}) {
+  override readonly [Runtime.errorReported] = false
+}
 
 /** A running PostgreSQL server and how to reach it as a superuser. */
 export interface Database {
@@ -421,6 +425,29 @@ export const forService = (
         persistent: true,
         verbose: options?.verbose
       })
+  })
+
+/** host:port/database of a connection string, never its password. */
+export const describeUrl = (url: string): string => {
+  if (!URL.canParse(url)) return "(malformed URL)"
+  const parsed = new URL(url)
+  return `${parsed.host}${parsed.pathname}`
+}
+
+/** The innermost cause's message: "connect ECONNREFUSED 127.0.0.1:5432" rather than "Failed to connect". */
+const rootMessage = (error: unknown): string => {
+  let current = error
+  while (current instanceof Error && current.cause instanceof Error) current = current.cause
+  return current instanceof Error ? current.message : String(current)
+}
+
+/** `SELECT 1` on the client's database; an unreachable one is a one-line `DatabaseStartError`. */
+export const checkConnection = (url: string): Effect.Effect<void, DatabaseStartError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`SELECT 1`.pipe(
+      Effect.mapError((error) => fail(`cannot connect to the database at ${describeUrl(url)}: ${rootMessage(error)}`))
+    )
   })
 
 /** `.data/postgres` under the project root (the directory `npm` runs scripts in). */

@@ -1,10 +1,12 @@
 /**
  * Owns how every process runs its main program (ARCHITECTURE "Runtime"):
  * `NodeRuntime.runMain` with a teardown that makes a SIGTERM/SIGINT stop a
- * clean exit 0, and a malformed setting one line on stderr and exit 1.
+ * clean exit 0; a malformed setting (or a database that cannot be started or
+ * reached) is its message on stderr and exit 1, without a stack trace.
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Effect, Exit, Runtime } from "effect"
+import { DatabaseStartError } from "./DatabaseProvider.ts"
 import { InvalidSetting } from "./Settings.ts"
 
 /** Interrupted (by a signal) is a clean stop: 0. Everything else as `Runtime.defaultTeardown`. */
@@ -13,15 +15,15 @@ export const teardown: Runtime.Teardown = (exit, onExit) => {
   return Runtime.defaultTeardown(exit, onExit)
 }
 
-/** Writes the one line of an `InvalidSetting` that stopped the program. */
-const reportInvalidSetting = <A, E>(program: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+/** Writes the message of a start-up error that stopped the program (both are marked already reported). */
+const reportStartupError = <A, E>(program: Effect.Effect<A, E>): Effect.Effect<A, E> =>
   Effect.tapCause(program, (cause) => {
     const error = Cause.squash(cause)
-    return error instanceof InvalidSetting
-      ? Effect.sync(() => process.stderr.write(`${error.message}\n`))
-      : Effect.void
+    if (error instanceof InvalidSetting) return Effect.sync(() => process.stderr.write(`${error.message}\n`))
+    if (error instanceof DatabaseStartError) return Effect.sync(() => process.stderr.write(`error: ${error.message}\n`))
+    return Effect.void
   })
 
 /** Runs `program` as the process: signals stop it with exit 0, failures exit non-zero. */
 export const runMain = <A, E>(program: Effect.Effect<A, E>): void =>
-  NodeRuntime.runMain(reportInvalidSetting(program), { teardown })
+  NodeRuntime.runMain(reportStartupError(program), { teardown })
