@@ -21,6 +21,7 @@ import { createRequire } from "node:module"
 import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
 
 /** The database could not be started or reached. `runMain` prints its message as is (no stack). */
 export class DatabaseStartError extends Schema.TaggedError<DatabaseStartError>()("DatabaseStartError", {
@@ -450,5 +451,5 @@ export const checkConnection = (url: string): Effect.Effect<void, DatabaseStartE
     )
   })
 
-/** `.data/postgres` under the project root (the directory `npm` runs scripts in). */
-export const defaultDataDir = (): string => Path.resolve(process.cwd(), ".data", "postgres")
+/** `.data/postgres` in the project root, wherever the process was started from. */
+export const defaultDataDir = (): string => fileURLToPath(new URL("../../../.data/postgres", import.meta.url))
