@@ -5,6 +5,7 @@
 import { Effect } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
 import * as Core from "./migrations/0001_core.ts"
+import * as RateLimits from "./migrations/0200_rate_limits.ts"
 
 const fromStatements = (statements: ReadonlyArray<string>) =>
   Effect.gen(function*() {
@@ -15,7 +16,8 @@ const fromStatements = (statements: ReadonlyArray<string>) =>
   })
 
 const migrations = {
-  "0001_core": fromStatements(Core.statements)
+  "0001_core": fromStatements(Core.statements),
+  "0200_rate_limits": fromStatements(RateLimits.statements)
 }
 
 /** Applies every pending migration; returns the ones it applied. */
