@@ -15,7 +15,7 @@
  */
 import { Console, Effect, Option, Schema } from "effect"
 import { CliError, CliOutput, Command, Flag } from "effect/cli"
-import { NodeServices } from "@effect/platform-node"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { seedDemo } from "@school/persistence/DemoSeed"
 import { runMain } from "@school/persistence/Main"
 import { createSchool, MAIN_FUNNEL_STATUSES, setPlan } from "@school/persistence/Schools"

@@ -4,7 +4,8 @@
  * clean exit 0; a malformed setting (or a database that cannot be started or
  * reached) is its message on stderr and exit 1, without a stack trace.
  */
-import { NodeRuntime } from "@effect/platform-node"
+// The subpath, not the package index: the index loads every Node module (~300 ms at each start).
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Effect, Exit, Runtime } from "effect"
 import { DatabaseStartError } from "./DatabaseProvider.ts"
 import { InvalidSetting } from "./Settings.ts"
