@@ -1,0 +1,140 @@
+/**
+ * How the processes start and stop (CONTRACT "Settings", ARCHITECTURE
+ * "Runtime"): settings are read once and a malformed one stops the process
+ * with one line naming it; the dispatcher stops cleanly on SIGTERM;
+ * `npm run migrate` is idempotent.
+ */
+import { assert, describe, it, layer } from "@effect/vitest"
+import { load } from "@school/persistence/Settings"
+import { ConfigProvider, Duration, Effect, Option } from "effect"
+import { entryPoints, lines, run, runUntil } from "./support/Processes.ts"
+import { TestDatabase } from "./support/TestDatabase.ts"
+
+const loadFrom = (env: Record<string, string>) =>
+  load.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env })))
+
+describe("settings", () => {
+  it.effect("defaults (CONTRACT \"Settings\")", () =>
+    Effect.gen(function*() {
+      const settings = yield* loadFrom({})
+      assert.isTrue(Option.isNone(settings.databaseUrl))
+      assert.strictEqual(settings.port, 3000)
+      assert.strictEqual(settings.host, "127.0.0.1")
+      assert.strictEqual(settings.logLevel, "Info")
+      assert.strictEqual(Duration.toMillis(settings.idempotencyWait), 2_000)
+      assert.deepStrictEqual(settings.webhookRetryDelays.map(Duration.toMillis), [60_000, 300_000, 1_800_000])
+      assert.strictEqual(Duration.toMillis(settings.webhookTimeout), 10_000)
+      assert.isFalse(settings.webhookAllowInsecureUrls)
+      assert.strictEqual(settings.dispatcherConcurrency, 32)
+    }))
+
+  it.effect("values as the contract writes them", () =>
+    Effect.gen(function*() {
+      const settings = yield* loadFrom({
+        DATABASE_URL: "postgresql://app:secret@db:5432/school",
+        PORT: "8080",
+        HOST: "0.0.0.0",
+        LOG_LEVEL: "debug",
+        LOG_FORMAT: "json",
+        IDEMPOTENCY_WAIT: "250ms",
+        WEBHOOK_RETRY_DELAYS: "250ms, 5s,1m",
+        WEBHOOK_TIMEOUT: "5s",
+        WEBHOOK_ALLOW_INSECURE_URLS: "true",
+        DISPATCHER_CONCURRENCY: "4"
+      })
+      assert.deepStrictEqual(settings.databaseUrl, Option.some("postgresql://app:secret@db:5432/school"))
+      assert.strictEqual(settings.port, 8080)
+      assert.strictEqual(settings.host, "0.0.0.0")
+      assert.strictEqual(settings.logLevel, "Debug")
+      assert.strictEqual(settings.logFormat, "json")
+      assert.strictEqual(Duration.toMillis(settings.idempotencyWait), 250)
+      assert.deepStrictEqual(settings.webhookRetryDelays.map(Duration.toMillis), [250, 5_000, 60_000])
+      assert.strictEqual(Duration.toMillis(settings.webhookTimeout), 5_000)
+      assert.isTrue(settings.webhookAllowInsecureUrls)
+      assert.strictEqual(settings.dispatcherConcurrency, 4)
+    }))
+
+  it.effect("an empty variable counts as unset", () =>
+    Effect.gen(function*() {
+      const settings = yield* loadFrom({ PORT: "", DATABASE_URL: "" })
+      assert.strictEqual(settings.port, 3000)
+      assert.isTrue(Option.isNone(settings.databaseUrl))
+    }))
+
+  it.effect.each([
+    ["PORT", "abc", "invalid setting PORT: expected an integer 1..65535, got \"abc\""],
+    ["PORT", "70000", "invalid setting PORT: expected an integer 1..65535, got \"70000\""],
+    ["DATABASE_URL", "mysql://x", "invalid setting DATABASE_URL"],
+    ["HOST", "not a host", "invalid setting HOST"],
+    ["LOG_LEVEL", "loud", "invalid setting LOG_LEVEL"],
+    ["LOG_FORMAT", "xml", "invalid setting LOG_FORMAT"],
+    ["IDEMPOTENCY_WAIT", "2", "invalid setting IDEMPOTENCY_WAIT"],
+    ["WEBHOOK_RETRY_DELAYS", "1m,,5m", "invalid setting WEBHOOK_RETRY_DELAYS"],
+    ["WEBHOOK_TIMEOUT", "soon", "invalid setting WEBHOOK_TIMEOUT"],
+    ["WEBHOOK_ALLOW_INSECURE_URLS", "maybe", "invalid setting WEBHOOK_ALLOW_INSECURE_URLS"],
+    ["DISPATCHER_CONCURRENCY", "0", "invalid setting DISPATCHER_CONCURRENCY"]
+  ] as const)("malformed %s=%s is named", ([name, value, message]) =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(loadFrom({ [name]: value }))
+      assert.strictEqual(error.setting, name)
+      assert.isTrue(error.message.startsWith(message), error.message)
+    }))
+})
+
+describe("a malformed setting stops the process at start", () => {
+  it.live.each([
+    ["cli", entryPoints.cli, ["demo", "seed", "--json"], { PORT: "abc" }, "PORT"],
+    ["migrate", entryPoints.migrate, [], { LOG_LEVEL: "loud" }, "LOG_LEVEL"],
+    ["dispatcher", entryPoints.dispatcher, [], { WEBHOOK_RETRY_DELAYS: "1m,soon" }, "WEBHOOK_RETRY_DELAYS"]
+  ] as const)("%s: one line naming it, non-zero exit", ([, script, args, env, name]) =>
+    Effect.gen(function*() {
+      const result = yield* run(script, args, { ...env, DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" })
+      assert.notStrictEqual(result.code, 0)
+      assert.strictEqual(result.stdout, "")
+      assert.deepStrictEqual(lines(result.stderr).length, 1, result.stderr)
+      assert.match(result.stderr, new RegExp(`^invalid setting ${name}: expected .+, got ".*"\\n$`))
+    }))
+})
+
+layer(TestDatabase.layer, { excludeTestServices: true })("processes against a database", (it) => {
+  it.effect("the dispatcher says it is ready and exits 0 on SIGTERM", () =>
+    Effect.gen(function*() {
+      const database = yield* TestDatabase
+      const result = yield* runUntil(
+        entryPoints.dispatcher,
+        { DATABASE_URL: database.url, LOG_FORMAT: "json" },
+        "dispatcher ready",
+        "SIGTERM"
+      )
+      assert.isTrue(result.becameReady, result.stderr)
+      assert.strictEqual(result.code, 0, result.stderr)
+    }))
+
+  it.effect("the dispatcher exits 0 on SIGINT too", () =>
+    Effect.gen(function*() {
+      const database = yield* TestDatabase
+      const result = yield* runUntil(entryPoints.dispatcher, { DATABASE_URL: database.url }, "dispatcher ready", "SIGINT")
+      assert.isTrue(result.becameReady, result.stderr)
+      assert.strictEqual(result.code, 0, result.stderr)
+    }))
+
+  it.effect("an unreachable database is one line and a non-zero exit", () =>
+    Effect.gen(function*() {
+      const result = yield* run(entryPoints.dispatcher, [], { DATABASE_URL: "postgres://nobody:pw@127.0.0.1:1/none" })
+      assert.notStrictEqual(result.code, 0)
+      assert.deepStrictEqual(lines(result.stderr), [
+        "error: cannot connect to the database at 127.0.0.1:1/none: connect ECONNREFUSED 127.0.0.1:1"
+      ])
+    }))
+
+  it.effect("npm run migrate is idempotent", () =>
+    Effect.gen(function*() {
+      const database = yield* TestDatabase
+      const result = yield* run(entryPoints.migrate, [], { DATABASE_URL: database.url, LOG_FORMAT: "json" })
+      assert.strictEqual(result.code, 0, result.stderr)
+      assert.include(result.stderr, "up to date")
+      const missing = yield* run(entryPoints.migrate, [], {})
+      assert.notStrictEqual(missing.code, 0)
+      assert.match(missing.stderr, /^invalid setting DATABASE_URL/)
+    }))
+})
