@@ -133,6 +133,31 @@ const serverIdentity = Effect.suspend(() =>
     : Effect.succeed(Option.none<{ uid: number; gid: number }>())
 )
 
+/**
+ * As root, PostgreSQL runs as the `postgres` user, which must be able to walk
+ * down to the data directory and to the binaries: say which directory stops it
+ * rather than let initdb fail with "Permission denied".
+ */
+const checkReachable = (paths: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    if (!isRoot()) return
+    for (const target of paths) {
+      let dir = Path.dirname(target)
+      while (true) {
+        const mode = yield* Effect.promise(() => Fs.stat(dir).then((stat) => stat.mode, () => undefined))
+        if (mode !== undefined && (mode & 0o001) === 0) {
+          return yield* fail(
+            `the "${SUPERUSER}" system user PostgreSQL runs as cannot enter ${dir} (needed for ${target}); ` +
+              `move the project or the data directory, or chmod o+x ${dir}`
+          )
+        }
+        const parent = Path.dirname(dir)
+        if (parent === dir) break
+        dir = parent
+      }
+    }
+  })
+
 const exists = (path: string) =>
   Effect.promise(() => Fs.access(path).then(() => true, () => false))
 
@@ -313,6 +338,7 @@ export const embedded = (options: EmbeddedOptions): Effect.Effect<Database, Data
       yield* Effect.addFinalizer(() => Effect.promise(() => Fs.rm(dataDir, { recursive: true, force: true })))
     }
     yield* Effect.promise(() => Fs.mkdir(Path.dirname(dataDir), { recursive: true }))
+    yield* checkReachable([dataDir, yield* postgresBinary])
     const password = options.persistent ? PERSISTENT_PASSWORD : randomBytes(18).toString("base64url")
     // Another process (`npm start`) already runs this cluster: use it, leave it running.
     const running = yield* runningServer(dataDir)

@@ -1,0 +1,97 @@
+/**
+ * The embedded PostgreSQL (CONTRACT "npm start"): a throwaway cluster is gone
+ * with its scope; a persistent one keeps its data between runs, and one that
+ * another process is running is used as it is rather than started twice.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as DatabaseProvider from "@school/persistence/DatabaseProvider"
+import * as Sql from "@school/persistence/Sql"
+import { Effect, Exit, Scope } from "effect"
+import { SqlClient } from "effect/sql"
+import * as Fs from "node:fs/promises"
+import * as Net from "node:net"
+import * as Os from "node:os"
+import * as Path from "node:path"
+
+const query = <A extends object>(url: string, statement: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql.unsafe<A>(statement)
+  }).pipe(Effect.provide(Sql.layer({ url, maxConnections: 1 })))
+
+const exists = (path: string) => Effect.promise(() => Fs.access(path).then(() => true, () => false))
+
+const accepts = (url: string) =>
+  Effect.promise(() =>
+    new Promise<boolean>((resolve) => {
+      const { hostname, port } = new URL(url)
+      const socket = Net.connect({ host: hostname, port: Number(port) })
+      socket.once("connect", () => (socket.destroy(), resolve(true)))
+      socket.once("error", () => (socket.destroy(), resolve(false)))
+    })
+  )
+
+// Searchable by others: as root, PostgreSQL runs as the `postgres` user.
+const tempParent = Effect.acquireRelease(
+  Effect.promise(async () => {
+    const dir = await Fs.mkdtemp(Path.join(Os.tmpdir(), "school-provider-test-"))
+    await Fs.chmod(dir, 0o755)
+    return dir
+  }),
+  (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
+)
+
+/** A scope closed by the test, or by the test's own scope if the test fails first. */
+const openScope = Effect.acquireRelease(Scope.make(), (scope) => Scope.close(scope, Exit.void))
+
+describe("embedded PostgreSQL", () => {
+  it.live.skipIf(process.getuid?.() !== 0)("as root, a data directory the postgres user cannot reach is one clear error", () =>
+    Effect.gen(function*() {
+      const parent = yield* Effect.acquireRelease(
+        Effect.promise(() => Fs.mkdtemp(Path.join(Os.tmpdir(), "school-provider-test-"))),
+        (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
+      )
+      const error = yield* Effect.flip(DatabaseProvider.embedded({ dataDir: Path.join(parent, "pg"), persistent: false }))
+      assert.include(error.message, `cannot enter ${parent}`)
+    }))
+
+  it.live("a throwaway cluster answers, then is stopped and removed with its scope", () =>
+    Effect.gen(function*() {
+      const parent = yield* tempParent
+      const dataDir = Path.join(parent, "pg")
+      const scope = yield* openScope
+      const database = yield* DatabaseProvider.embedded({ dataDir, persistent: false }).pipe(Scope.provide(scope))
+      assert.strictEqual(database.origin, "embedded")
+      assert.deepStrictEqual(yield* query<{ one: number }>(database.url, "SELECT 1 AS one"), [{ one: 1 }])
+      assert.isTrue(yield* exists(dataDir))
+      yield* Scope.close(scope, Exit.void)
+      assert.isFalse(yield* accepts(database.url))
+      assert.isFalse(yield* exists(dataDir))
+    }))
+
+  it.live("a persistent cluster keeps its data between runs; a running one is reused, not restarted", () =>
+    Effect.gen(function*() {
+      const parent = yield* tempParent
+      const dataDir = Path.join(parent, "pg")
+
+      const first = yield* openScope
+      const one = yield* DatabaseProvider.embedded({ dataDir, persistent: true }).pipe(Scope.provide(first))
+      yield* query(one.url, "CREATE TABLE kept (n int)")
+      yield* query(one.url, "INSERT INTO kept VALUES (42)")
+
+      // Another process's view: the same cluster, attached, left running when it is done.
+      const attached = yield* openScope
+      const two = yield* DatabaseProvider.embedded({ dataDir, persistent: true }).pipe(Scope.provide(attached))
+      assert.strictEqual(new URL(two.url).port, new URL(one.url).port)
+      yield* Scope.close(attached, Exit.void)
+      assert.isTrue(yield* accepts(one.url))
+
+      yield* Scope.close(first, Exit.void)
+      assert.isFalse(yield* accepts(one.url))
+      assert.isTrue(yield* exists(Path.join(dataDir, "PG_VERSION")))
+
+      // Started again on the same directory: the data is there.
+      const again = yield* DatabaseProvider.embedded({ dataDir, persistent: true })
+      assert.deepStrictEqual(yield* query<{ n: number }>(again.url, "SELECT n FROM kept"), [{ n: 42 }])
+    }))
+})
