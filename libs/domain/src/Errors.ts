@@ -108,6 +108,52 @@ export type PublicError =
   | UnsupportedMediaType
   | InternalError
 
+/** The HTTP status of each error, as its class declares it (for responses written outside HttpApi). */
+export const statuses: Record<PublicError["_tag"], number> = {
+  Unauthorized: 401,
+  InsufficientScope: 403,
+  RateLimitExceeded: 429,
+  ValidationFailed: 422,
+  NotFound: 404,
+  InvalidWindow: 422,
+  WindowTooLarge: 422,
+  StudentNotFound: 422,
+  GroupNotFound: 422,
+  GroupFull: 409,
+  AlreadyEnrolled: 422,
+  FunnelNotFound: 422,
+  MissingIdempotencyKey: 422,
+  IdempotencyInProgress: 409,
+  MethodNotAllowed: 405,
+  PayloadTooLarge: 413,
+  UnsupportedMediaType: 415,
+  InternalError: 500
+}
+
+const publicErrorClasses = [
+  Unauthorized,
+  InsufficientScope,
+  RateLimitExceeded,
+  ValidationFailed,
+  NotFound,
+  InvalidWindow,
+  WindowTooLarge,
+  StudentNotFound,
+  GroupNotFound,
+  GroupFull,
+  AlreadyEnrolled,
+  FunnelNotFound,
+  MissingIdempotencyKey,
+  IdempotencyInProgress,
+  MethodNotAllowed,
+  PayloadTooLarge,
+  UnsupportedMediaType,
+  InternalError
+] as const
+
+/** Whether a failure of unknown type (a middleware sees `unhandled`) is one of ours. */
+export const isPublicError = (u: unknown): u is PublicError => publicErrorClasses.some((C) => u instanceof C)
+
 /** The envelope as plain JSON, for responses written outside HttpApi. */
 export const toEnvelope = (error: PublicError) => ({
   error: {

@@ -1,0 +1,88 @@
+/**
+ * The idempotency rules of the write endpoints (spec 4.1, 4.3 rules 1-2,
+ * 7.2, 8; DECISIONS "Idempotency"), as pure functions: what a well-formed
+ * key is, which operation a key names, and what a repeat does when it finds
+ * a record for its key. The store (libs/persistence/src/Idempotency.ts) and
+ * the middleware (apps/api/src/Idempotency.ts) only carry these out.
+ */
+import { Result, Schema } from "effect"
+import { MissingIdempotencyKey, ValidationFailed } from "./Errors.ts"
+
+/** The header, as the specification and `fields` spell it (spec 7.1). */
+export const HEADER = "Idempotency-Key"
+export const MAX_KEY_LENGTH = 255
+
+const KEY_PATTERN = /^[\x20-\x7E]{1,255}$/
+
+export const KEY_MESSAGE = `Expected 1 to ${MAX_KEY_LENGTH} printable ASCII characters, for example a UUID`
+
+/** DECISIONS "Idempotency": 1 to 255 printable ASCII characters (0x20-0x7E). */
+export const isWellFormedKey = (key: string): boolean => KEY_PATTERN.test(key)
+
+export const KEY_DESCRIPTION =
+  "Required on every write. A fresh unique string per operation (a UUID, say): 1 to 255 printable ASCII characters. " +
+  "A repeat with the same key on the same method and path within 24 hours returns the stored result of the first " +
+  "execution, with the header `Idempotent-Replayed: true`, and does not run the operation again; while the first is " +
+  "still running, a repeat waits briefly, then gets 409 idempotency_in_progress. Keys are shared by every API key " +
+  "of the school."
+
+export const IdempotencyKey = Schema.String.check(Schema.makeFilter(isWellFormedKey, { message: KEY_MESSAGE }))
+
+/**
+ * The header's value checked (spec 7.2): absent is 422 missing_idempotency_key,
+ * malformed is 422 validation_failed; both name the header in `fields`.
+ */
+export const validateKey = (
+  header: string | undefined
+): Result.Result<string, MissingIdempotencyKey | ValidationFailed> => {
+  if (header === undefined) {
+    return Result.fail(
+      new MissingIdempotencyKey({
+        message: `Every write needs the header '${HEADER}' with a fresh unique value (a UUID, say).`,
+        fields: { [HEADER]: ["Missing header"] }
+      })
+    )
+  }
+  return isWellFormedKey(header)
+    ? Result.succeed(header)
+    : Result.fail(new ValidationFailed({ message: `Invalid header: ${HEADER}`, fields: { [HEADER]: [KEY_MESSAGE] } }))
+}
+
+/**
+ * The operation a key is scoped to, besides the school (DECISIONS
+ * "Idempotency"): the method and the concrete path, so one key on
+ * `/students/5/groups` and on `/students/6/groups` names two operations.
+ */
+export const operationOf = (method: string, path: string): string => `${method.toUpperCase()} ${path}`
+
+export interface Policy {
+  /** A claim whose first attempt has not finished after this long is taken over (a crashed attempt). */
+  readonly staleAfterMs: number
+  /** A record older than this is ignored (and purged): the key runs again. */
+  readonly retentionMs: number
+}
+
+export const DEFAULT_POLICY: Policy = { staleAfterMs: 60_000, retentionMs: 24 * 60 * 60 * 1000 }
+
+/** What a request finds stored for its (school, key, operation). */
+export interface Found {
+  readonly completed: boolean
+  /** Milliseconds since the record's attempt claimed the key. */
+  readonly ageMs: number
+}
+
+/**
+ * What a request does with the record it found: replay the stored response
+ * (spec 4.3 rule 1), wait for the running first attempt (rule 2), or take the
+ * key over because the record is expired or its attempt is presumed dead.
+ */
+export type Decision = "replay" | "wait" | "take-over"
+
+export const decide = (found: Found, policy: Policy = DEFAULT_POLICY): Decision => {
+  if (found.ageMs > policy.retentionMs) return "take-over"
+  if (found.completed) return "replay"
+  return found.ageMs > policy.staleAfterMs ? "take-over" : "wait"
+}
+
+/** The pause before the n-th re-read (from 0) while waiting: 5, 10, 20, 40, then every 50 ms. */
+export const pollDelayMs = (attempt: number): number => Math.min(50, 5 * 2 ** Math.min(attempt, 4))
