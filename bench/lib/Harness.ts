@@ -1,0 +1,188 @@
+/**
+ * Runs one scenario: its targets are started, each answers one preflight
+ * request (200, and the subject's JSON where the scenario asks for the same
+ * job), each gets a warm-up round, then the measured rounds interleave the
+ * targets (A B C A B C …) so a drifting machine affects every side alike.
+ * Medians are reported. Then each target makes 100 requests (fewer if they
+ * take over 3 s) with the database otherwise quiet: its statement counters
+ * before and after give the round trips per request, and which statements
+ * they were. Everything the
+ * scenario started is stopped when it ends.
+ */
+import { Effect } from "effect"
+import * as Database from "./Database.ts"
+import { benchError, type BenchError, peakRssMiB } from "./Processes.ts"
+import type { Figures, GoalResult, Scenario, ScenarioContext, Target } from "./Scenario.ts"
+import { median, round, type RoundFigures } from "./Stats.ts"
+
+/** The counting pass that gives the round trips per request: this many requests, or fewer if they take longer than… */
+const COUNTED_REQUESTS = 100
+/** … this many seconds. */
+const COUNTED_SECONDS = 3
+
+export interface StatementShare {
+  readonly query: string
+  readonly perRequest: number
+  readonly meanMs: number
+}
+
+export interface TargetResult {
+  readonly id: string
+  readonly label: string
+  /** The real API process (its peak RSS counts for the memory goal). */
+  readonly api: boolean
+  readonly figures: Figures
+  readonly rounds: ReadonlyArray<RoundFigures>
+  /** What the database ran for this target in the counting pass, per request. */
+  readonly statements: ReadonlyArray<StatementShare>
+}
+
+export interface RatioResult {
+  readonly subject: string
+  readonly anchor: string
+  /** subject req/s ÷ anchor req/s */
+  readonly throughput: number
+  /** subject p99 ÷ anchor p99 */
+  readonly p99: number
+}
+
+export interface ScenarioResult {
+  readonly id: string
+  readonly title: string
+  readonly targets: ReadonlyArray<TargetResult>
+  readonly ratios: ReadonlyArray<RatioResult>
+  readonly goals: ReadonlyArray<GoalResult>
+  readonly warnings: ReadonlyArray<string>
+}
+
+const say = (line: string) => Effect.sync(() => process.stderr.write(`${line}\n`))
+
+/** JSON with object keys sorted, so two servers' answers compare by content. */
+const canonical = (text: string): string => {
+  const sort = (value: unknown): unknown =>
+    Array.isArray(value)
+      ? value.map(sort)
+      : value !== null && typeof value === "object"
+      ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, sort(v)]))
+      : value
+  try {
+    return JSON.stringify(sort(JSON.parse(text)))
+  } catch {
+    return text
+  }
+}
+
+const preflight = (scenario: Scenario, targets: ReadonlyArray<Target>) =>
+  Effect.gen(function*() {
+    let expected: string | undefined
+    for (const target of targets) {
+      if (target.probe === undefined) continue
+      const { status, body } = yield* target.probe()
+      if (status !== 200) {
+        return yield* benchError(`${scenario.id}: ${target.label} answered ${status}: ${body.slice(0, 300)}`)
+      }
+      if (!scenario.sameBody) continue
+      const content = canonical(body)
+      if (expected === undefined) {
+        expected = content
+      } else if (content !== expected) {
+        return yield* benchError(
+          `${scenario.id}: ${target.label} does not answer the same JSON as ${targets[0]?.label}:\n` +
+            `  expected ${expected.slice(0, 400)}\n  got      ${content.slice(0, 400)}`
+        )
+      }
+    }
+  })
+
+const roundLine = (target: Target, figures: RoundFigures) =>
+  `    ${target.label.padEnd(30)} ${figures.rps.toFixed(0).padStart(7)} req/s  p50 ${figures.p50.toFixed(2)} ms  p99 ${
+    figures.p99.toFixed(2)
+  } ms${
+    figures.non2xx + figures.errors > 0 ? `  NON-2XX ${figures.non2xx} ERRORS ${figures.errors}` : ""
+  }`
+
+export const runScenario = (
+  scenario: Scenario,
+  context: ScenarioContext
+): Effect.Effect<ScenarioResult, BenchError> =>
+  Effect.scoped(Effect.gen(function*() {
+    const { settings, db } = context
+    yield* say(`\n${scenario.id}: ${scenario.title}`)
+    const targets = yield* scenario.setup(context)
+    yield* preflight(scenario, targets)
+
+    yield* say(`  warm-up ${settings.warmupSeconds}s each`)
+    for (const target of targets) yield* target.round(settings.warmupSeconds)
+
+    const rounds = new Map<string, Array<RoundFigures>>(targets.map((target) => [target.id, []]))
+    for (let r = 1; r <= settings.rounds; r++) {
+      yield* say(`  round ${r}/${settings.rounds}`)
+      for (const target of targets) {
+        yield* Database.quiesce(db)
+        const figures = yield* target.round(settings.roundSeconds)
+        rounds.get(target.id)?.push(figures)
+        yield* say(roundLine(target, figures))
+      }
+    }
+
+    const counted = new Map<string, { readonly requests: number; readonly ran: ReadonlyArray<Database.StatementStat> }>()
+    for (const target of targets) {
+      yield* Database.quiesce(db)
+      const before = yield* Database.snapshot(db)
+      const requests = yield* target.counted(COUNTED_REQUESTS, COUNTED_SECONDS)
+      yield* Database.quiesce(db)
+      counted.set(target.id, { requests, ran: Database.difference(before, yield* Database.snapshot(db)) })
+    }
+
+    const warnings: Array<string> = []
+    const results: Array<TargetResult> = targets.map((target) => {
+      const measured = rounds.get(target.id) ?? []
+      const non2xx = measured.reduce((sum, r) => sum + r.non2xx, 0)
+      const errors = measured.reduce((sum, r) => sum + r.errors, 0)
+      if (non2xx + errors > 0) {
+        const statuses: Record<string, number> = {}
+        for (const r of measured) {
+          for (const [status, count] of Object.entries(r.statuses)) statuses[status] = (statuses[status] ?? 0) + count
+        }
+        warnings.push(`${target.label}: ${non2xx} non-2xx responses and ${errors} errors (${JSON.stringify(statuses)})`)
+      }
+      const { requests, ran } = counted.get(target.id) ?? { requests: 0, ran: [] }
+      const calls = ran.reduce((sum, statement) => sum + statement.calls, 0)
+      return {
+        id: target.id,
+        label: target.label,
+        api: target.process?.api === true,
+        figures: {
+          rps: round(median(measured.map((r) => r.rps)), 0),
+          p50: round(median(measured.map((r) => r.p50))),
+          p99: round(median(measured.map((r) => r.p99))),
+          roundTrips: db.statementsTracked && requests > 0 ? round(calls / requests) : undefined,
+          peakRssMiB: target.process === undefined ? undefined : peakRssMiB(target.process.pid),
+          readyRssMiB: target.process?.readyRssMiB,
+          non2xx,
+          errors
+        },
+        rounds: measured,
+        statements: ran.slice(0, 8).map((statement) => ({
+          query: statement.query.replace(/\s+/g, " ").trim(),
+          perRequest: round(statement.calls / Math.max(1, requests), 3),
+          meanMs: round(statement.totalMs / statement.calls, 3)
+        }))
+      }
+    })
+
+    const figures = new Map(results.map((result) => [result.id, result.figures]))
+    const [subject, ...anchors] = results
+    const pairs = scenario.ratios ?? anchors.map((anchor) => [subject?.id ?? "", anchor.id] as const)
+    const ratios = pairs.map(([s, a]) => {
+      const x = figures.get(s)
+      const y = figures.get(a)
+      return {
+        subject: s,
+        anchor: a,
+        throughput: round((x?.rps ?? Number.NaN) / (y?.rps ?? Number.NaN), 3),
+        p99: round((x?.p99 ?? Number.NaN) / (y?.p99 ?? Number.NaN), 3)
+      }
+    })
+    return { id: scenario.id, title: scenario.title, targets: results, ratios, goals: scenario.goals(figures), warnings }
+  }))

@@ -1,0 +1,73 @@
+/**
+ * The load generator: autocannon, in the harness process (pinned to the load
+ * core), a fixed number of connections, no pipelining. Each request takes the
+ * next path and the next key in turn, so a scenario can spread requests over
+ * many students and many keys. Latencies are recorded from autocannon's
+ * per-response events at full precision.
+ */
+import autocannon from "autocannon"
+import { Effect } from "effect"
+import { LatencyRecorder, type RoundFigures } from "./Stats.ts"
+
+export interface HttpLoad {
+  readonly baseUrl: string
+  /** Request paths (with query), taken in turn. */
+  readonly paths: ReadonlyArray<string>
+  /** Whole API keys sent as `Authorization: Bearer …`, taken in turn; none: no header. */
+  readonly keys: ReadonlyArray<string>
+}
+
+export interface LoadOptions {
+  readonly connections: number
+  readonly seconds: number
+}
+
+/** One round of `seconds` against `load`. */
+export const runHttp = (load: HttpLoad, options: LoadOptions): Effect.Effect<RoundFigures> =>
+  Effect.callback<RoundFigures>((resume) => {
+    const recorder = new LatencyRecorder()
+    const statuses: Record<string, number> = {}
+    let non2xx = 0
+    let next = 0
+    const { paths, keys } = load
+    const instance = autocannon({
+      url: load.baseUrl,
+      connections: options.connections,
+      pipelining: 1,
+      duration: options.seconds,
+      requests: [{
+        method: "GET",
+        path: paths[0] ?? "/",
+        setupRequest: (request) => {
+          const i = next++
+          const key = keys.length === 0 ? undefined : keys[i % keys.length]
+          return {
+            ...request,
+            path: paths[i % paths.length] ?? "/",
+            headers: key === undefined ? {} : { authorization: `Bearer ${key}` }
+          }
+        }
+      }]
+    }, (error, result) => {
+      if (error !== null && error !== undefined) {
+        resume(Effect.die(error))
+        return
+      }
+      const seconds = result.duration
+      resume(Effect.succeed({
+        requests: recorder.count,
+        seconds,
+        rps: seconds > 0 ? recorder.count / seconds : 0,
+        ...recorder.percentiles(),
+        non2xx,
+        errors: result.errors,
+        statuses
+      }))
+    })
+    instance.on("response", (_client, status, _bytes, ms) => {
+      recorder.add(ms)
+      statuses[status] = (statuses[status] ?? 0) + 1
+      if (status < 200 || status > 299) non2xx++
+    })
+    return Effect.sync(() => instance.stop())
+  })

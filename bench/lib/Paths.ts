@@ -1,0 +1,13 @@
+/** Where the scripts the bench starts live (absolute, whatever the working directory). */
+import { fileURLToPath } from "node:url"
+
+const at = (relative: string) => fileURLToPath(new URL(relative, import.meta.url))
+
+export const REPO_ROOT = at("../../")
+export const API_MAIN = at("../../apps/api/src/main.ts")
+export const PEER = at("../peer/server.ts")
+export const SQL_ONLY = at("../anchors/sql-only.ts")
+export const BARE_HTTPAPI = at("../anchors/bare-httpapi.ts")
+export const RAW_HTTP = at("../anchors/raw-http.ts")
+export const FULL_MIDDLEWARE = at("../servers/full-middleware.ts")
+export const RESULTS_DIR = at("../results/")

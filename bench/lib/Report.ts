@@ -1,0 +1,96 @@
+/**
+ * The results of a run: `bench/results/latest.json` (scenario → figures,
+ * ratios, goals; plus the machine and the settings) and the same as a
+ * Markdown table, which the run also prints.
+ */
+import type { Dataset } from "./Datasets.ts"
+import type { ScenarioResult } from "./Harness.ts"
+import type { MachineInfo, Placement } from "./Machine.ts"
+import type { GoalResult, RunSettings } from "./Scenario.ts"
+
+export interface RunReport {
+  readonly startedAt: string
+  readonly seconds: number
+  readonly command: string
+  readonly commit: string
+  readonly machine: MachineInfo
+  readonly placement: Placement
+  readonly settings: RunSettings
+  readonly database: {
+    readonly origin: string
+    readonly roundTripsCounted: boolean
+    readonly datasets: ReadonlyArray<{ readonly name: string; readonly students: number; readonly loadSeconds: number }>
+    readonly keysPerSchool: number
+  }
+  readonly scenarios: Readonly<Record<string, ScenarioResult>>
+  /** Every goal of the run, the memory goal last. */
+  readonly goals: ReadonlyArray<GoalResult & { readonly scenario: string }>
+  readonly warnings: ReadonlyArray<string>
+}
+
+export const datasetSummary = (dataset: Dataset) => ({
+  name: dataset.spec.name,
+  students: dataset.spec.students,
+  loadSeconds: Math.round(dataset.loadSeconds * 10) / 10
+})
+
+/** API peak RSS ≤ 150 MiB under the heaviest scenario (the largest peak of the real API process). */
+export const memoryGoal = (results: ReadonlyArray<ScenarioResult>): GoalResult & { readonly scenario: string } => {
+  let worst: { scenario: string; mib: number } | undefined
+  for (const result of results) {
+    for (const target of result.targets) {
+      const mib = target.figures.peakRssMiB
+      if (target.api && mib !== undefined && (worst === undefined || mib > worst.mib)) {
+        worst = { scenario: result.id, mib }
+      }
+    }
+  }
+  return {
+    scenario: "memory",
+    goal: "API peak RSS ≤ 150 MiB under the heaviest scenario",
+    measured: worst === undefined ? "not measured" : `${worst.mib} MiB (${worst.scenario})`,
+    pass: worst !== undefined && worst.mib <= 150
+  }
+}
+
+const cell = (value: number | undefined, digits = 2) =>
+  value === undefined || !Number.isFinite(value) ? "n/a" : value.toFixed(digits)
+
+export const markdown = (report: RunReport): string => {
+  const { machine, settings } = report
+  const lines: Array<string> = []
+  lines.push(
+    `Machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}, ${machine.kernel}. ` +
+      `${report.placement.note}. PostgreSQL ${report.database.origin}. ` +
+      `${settings.connections} connections, no pipelining; warm-up ${settings.warmupSeconds} s, then ${settings.rounds} interleaved rounds × ${settings.roundSeconds} s per target; medians. ` +
+      `Commit ${report.commit}, ${report.startedAt}, ${Math.round(report.seconds)} s${settings.quick ? " (QUICK smoke run, not for comparison)" : ""}.`
+  )
+  lines.push("")
+  lines.push("| scenario | target | req/s | p50 ms | p99 ms | DB round trips / req | peak RSS MiB | throughput vs anchor |")
+  lines.push("|---|---|---:|---:|---:|---:|---:|---|")
+  for (const result of Object.values(report.scenarios)) {
+    result.targets.forEach((target, i) => {
+      const versus = result.ratios
+        .filter((r) => r.subject === target.id)
+        .map((r) => `${cell(r.throughput)}x ${result.targets.find((t) => t.id === r.anchor)?.label ?? r.anchor}`)
+        .join(", ")
+      const f = target.figures
+      lines.push(
+        `| ${i === 0 ? result.title : ""} | ${target.label} | ${cell(f.rps, 0)} | ${cell(f.p50)} | ${cell(f.p99)} | ${
+          cell(f.roundTrips)
+        } | ${cell(f.peakRssMiB, 0)} | ${versus} |`
+      )
+    })
+  }
+  lines.push("")
+  lines.push("| scenario | goal | measured | result |")
+  lines.push("|---|---|---|---|")
+  for (const goal of report.goals) {
+    lines.push(`| ${goal.scenario} | ${goal.goal} | ${goal.measured} | ${goal.pass ? "pass" : "**MISS**"} |`)
+  }
+  if (report.warnings.length > 0) {
+    lines.push("")
+    for (const warning of report.warnings) lines.push(`- warning: ${warning}`)
+  }
+  return lines.join("\n") + "\n"
+}

@@ -1,0 +1,201 @@
+/**
+ * `npm run bench [-- [--quick] [scenario …]]` (issue 3): starts PostgreSQL
+ * (DATABASE_URL, else the embedded one in a temporary directory), loads the
+ * data sets the chosen scenarios need, runs each scenario (its targets
+ * started, measured in interleaved rounds, stopped), then prints the table
+ * and writes it with the JSON under bench/results/. Every process it started
+ * is stopped at the end, on failure and on Ctrl-C too.
+ *
+ * A default run (every scenario, not --quick) writes latest.json/latest.md;
+ * any other run writes partial.json/partial.md, so a smoke run never replaces
+ * the published figures.
+ */
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import { Effect, Option } from "effect"
+import { execFileSync } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import * as DatabaseProvider from "@school/persistence/DatabaseProvider"
+import * as Database from "./lib/Database.ts"
+import * as Datasets from "./lib/Datasets.ts"
+import { runScenario, type ScenarioResult } from "./lib/Harness.ts"
+import * as Machine from "./lib/Machine.ts"
+import { API_MAIN, REPO_ROOT, RESULTS_DIR } from "./lib/Paths.ts"
+import * as Processes from "./lib/Processes.ts"
+import * as Report from "./lib/Report.ts"
+import type { DatasetName, RunSettings, ScenarioContext, Starters, Target } from "./lib/Scenario.ts"
+import type { RoundFigures } from "./lib/Stats.ts"
+import { scenarios } from "./scenarios/index.ts"
+
+const USAGE = `usage: npm run bench [-- [--quick] [scenario …]]
+  --quick    smoke run: short rounds, a 100k-student "large" school; writes bench/results/partial.*
+  scenario   run only these (default: all): ${scenarios.map((s) => s.id).join(", ")}
+  env DATABASE_URL: use this server (a fresh database is created and dropped) instead of the embedded one`
+
+const settingsFor = (quick: boolean): RunSettings =>
+  quick
+    ? { quick, connections: 32, warmupSeconds: 1, roundSeconds: 1, rounds: 3, largeStudents: 100_000 }
+    : { quick, connections: 32, warmupSeconds: 2, roundSeconds: 3, rounds: 3, largeStudents: 1_000_000 }
+
+const say = (line: string) => Effect.sync(() => process.stderr.write(`${line}\n`))
+
+const commit = (): string => {
+  try {
+    const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: REPO_ROOT, encoding: "utf8" }).trim()
+    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: REPO_ROOT, encoding: "utf8" })
+    return dirty.trim() === "" ? head : `${head} (with uncommitted changes)`
+  } catch {
+    return "unknown"
+  }
+}
+
+const program = Effect.gen(function*() {
+  const args = process.argv.slice(2)
+  if (args.includes("--help") || args.includes("-h")) {
+    yield* say(USAGE)
+    return
+  }
+  const quick = args.includes("--quick")
+  const names = args.filter((arg) => !arg.startsWith("--"))
+  const unknown = names.filter((name) => !scenarios.some((s) => s.id === name))
+  const badFlags = args.filter((arg) => arg.startsWith("--") && arg !== "--quick")
+  if (unknown.length > 0 || badFlags.length > 0) {
+    return yield* Processes.benchError(`unknown ${[...unknown, ...badFlags].join(", ")}\n${USAGE}`)
+  }
+  const chosen = names.length === 0 ? scenarios : scenarios.filter((s) => names.includes(s.id))
+  const full = names.length === 0 && !quick
+  const settings = settingsFor(quick)
+  const started = Date.now()
+  const startedAt = new Date(started).toISOString()
+
+  const machine = Machine.describeMachine()
+  const placement = Machine.place(machine.cpus)
+  yield* say(`machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}`)
+  yield* say(placement.note)
+
+  const databaseUrl = Option.fromNullishOr(process.env["DATABASE_URL"]).pipe(Option.filter((url) => url.trim() !== ""))
+  yield* say(Option.isSome(databaseUrl) ? "PostgreSQL: DATABASE_URL" : "PostgreSQL: embedded, temporary directory")
+  const db = yield* Database.open({ databaseUrl, verbose: false })
+  if (!db.statementsTracked) yield* say("pg_stat_statements unavailable: round trips are not counted")
+
+  const needed = new Set(chosen.flatMap((s) => s.datasets))
+  const specs: Record<DatasetName, Datasets.DatasetSpec> = {
+    "10k": { name: "10k", students: 10_000, enrollments: true },
+    "1M": { name: "1M", students: settings.largeStudents, enrollments: false }
+  }
+  const datasets = new Map<DatasetName, Datasets.Dataset>()
+  for (const name of ["10k", "1M"] as const) {
+    if (!needed.has(name)) continue
+    yield* say(`loading ${specs[name].students} students (${name}) …`)
+    const dataset = yield* Datasets.load(db, specs[name])
+    datasets.set(name, dataset)
+    yield* say(`  ${dataset.loadSeconds.toFixed(1)} s`)
+  }
+  yield* Datasets.settle(db)
+
+  const scratch = yield* Effect.acquireRelease(
+    Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "school-bench-"))),
+    (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
+  )
+  const logDir = Path.join(RESULTS_DIR, "logs")
+  const port = DatabaseProvider.freePort.pipe(Effect.mapError((error) => Processes.benchError(error.message)))
+
+  const startersFor = (scenarioId: string): Starters => {
+    const common = { placement, logDir }
+    const server: Starters["server"] = (name, script, options) =>
+      Effect.flatMap(port, (p) =>
+        Processes.startServer({
+          ...common,
+          name: `${scenarioId}-${name}`,
+          script,
+          port: p,
+          readyPath: options?.readyPath ?? "/",
+          env: { DATABASE_URL: db.url, ...options?.env }
+        }))
+    return {
+      api: (env) => server("api", API_MAIN, { readyPath: "/health/live", ...(env === undefined ? {} : { env }) }),
+      server,
+      loop: (name, script, env) =>
+        Effect.map(
+          Processes.startIpc({ ...common, name: `${scenarioId}-${name}`, script, env: { DATABASE_URL: db.url, ...env } }),
+          (loop): Target => ({
+            id: name,
+            label: name,
+            process: { pid: loop.pid, api: false, readyRssMiB: undefined },
+            round: (seconds) => loop.ask<RoundFigures>({ seconds }),
+            counted: (requests, seconds) =>
+              Effect.map(loop.ask<{ readonly done: number }>({ requests, seconds }), (answer) => answer.done)
+          })
+        )
+    }
+  }
+
+  const results: Array<ScenarioResult> = []
+  for (const scenario of chosen) {
+    const context: ScenarioContext = {
+      settings,
+      placement,
+      db,
+      dataset: (name) => {
+        const found = datasets.get(name)
+        if (found === undefined) throw new Error(`scenario ${scenario.id} did not ask for data set ${name}`)
+        return found
+      },
+      start: startersFor(scenario.id),
+      writeFile: (name, content) =>
+        Effect.sync(() => {
+          const file = Path.join(scratch, name)
+          Fs.writeFileSync(file, content)
+          return file
+        })
+    }
+    results.push(yield* runScenario(scenario, context))
+  }
+
+  const warnings = results.flatMap((result) => result.warnings.map((w) => `${result.id}: ${w}`))
+  // The sql-only anchor must issue what one API request issues.
+  for (const result of results) {
+    const api = result.targets.find((t) => t.id === "api")?.figures.roundTrips
+    const loop = result.targets.find((t) => t.id === "sql-only")?.figures.roundTrips
+    if (api !== undefined && loop !== undefined && Math.abs(api - loop) > 0.05) {
+      warnings.push(
+        `${result.id}: the API runs ${api} statements per request but sql-only ${loop}: bring bench/anchors/sql-only.ts in step`
+      )
+    }
+  }
+  const goals = [
+    ...results.flatMap((result) => result.goals.map((goal) => ({ ...goal, scenario: result.id }))),
+    ...(results.some((result) => result.targets.some((t) => t.api)) ? [Report.memoryGoal(results)] : [])
+  ]
+  const report: Report.RunReport = {
+    startedAt,
+    seconds: (Date.now() - started) / 1000,
+    command: `npm run bench${args.length > 0 ? ` -- ${args.join(" ")}` : ""}`,
+    commit: commit(),
+    machine,
+    placement,
+    settings,
+    database: {
+      origin: db.origin,
+      roundTripsCounted: db.statementsTracked,
+      datasets: [...datasets.values()].map(Report.datasetSummary),
+      keysPerSchool: Datasets.KEYS_PER_SCHOOL
+    },
+    scenarios: Object.fromEntries(results.map((result) => [result.id, result])),
+    goals,
+    warnings
+  }
+  const table = Report.markdown(report)
+  const base = full ? "latest" : "partial"
+  Fs.mkdirSync(RESULTS_DIR, { recursive: true })
+  Fs.writeFileSync(Path.join(RESULTS_DIR, `${base}.json`), JSON.stringify(report, null, 2) + "\n")
+  Fs.writeFileSync(Path.join(RESULTS_DIR, `${base}.md`), table)
+  process.stdout.write(`\n${table}`)
+  yield* say(`\nwritten: bench/results/${base}.json and ${base}.md (${Math.round(report.seconds)} s); stopping everything …`)
+}).pipe(
+  Effect.scoped,
+  Effect.tapError((error) => say(`bench failed: ${error.message}`))
+)
+
+NodeRuntime.runMain(program)
