@@ -5,6 +5,7 @@
 import { Effect } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
 import * as Core from "./migrations/0001_core.ts"
+import * as Writes from "./migrations/0100_writes.ts"
 import * as RateLimits from "./migrations/0200_rate_limits.ts"
 
 const fromStatements = (statements: ReadonlyArray<string>) =>
@@ -17,6 +18,7 @@ const fromStatements = (statements: ReadonlyArray<string>) =>
 
 const migrations = {
   "0001_core": fromStatements(Core.statements),
+  "0100_writes": fromStatements(Writes.statements),
   "0200_rate_limits": fromStatements(RateLimits.statements)
 }
 

@@ -1,0 +1,72 @@
+/**
+ * Demo (trial) lessons of one school as POST /demo-lessons books them
+ * (spec 4.2, DECISIONS "Writes"): for a student or a lead of the school, in
+ * a group of the school that has a free place. Booking does not take the
+ * place (a trial visit is not an enrollment) and emits no webhook (spec 1).
+ * One statement checks and inserts.
+ */
+import { Context, Effect, Layer, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { DemoLessons as DemoLessonRules, Errors } from "@school/domain"
+
+const decodeDemoLesson = Schema.decodeUnknownEffect(DemoLessonRules.DemoLesson)
+
+export type BookError = Errors.ValidationFailed | Errors.GroupNotFound | Errors.GroupFull
+
+interface BookRow {
+  readonly attendee_found: boolean
+  readonly group_found: boolean
+  readonly id: number | null
+}
+
+export class DemoLessons extends Context.Service<DemoLessons, {
+  book(schoolId: number, lesson: DemoLessonRules.NewDemoLesson): Effect.Effect<DemoLessonRules.DemoLesson, BookError>
+}>()("school/persistence/DemoLessons") {
+  static readonly layer = Layer.effect(
+    DemoLessons,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+
+      const book = Effect.fnUntraced(function*(schoolId: number, lesson: DemoLessonRules.NewDemoLesson) {
+        const { attendee } = lesson
+        const isStudent = attendee._tag === "Student"
+        const who = isStudent
+          ? sql`SELECT 1 FROM students WHERE school_id = ${schoolId} AND id = ${attendee.id}::int`
+          : sql`SELECT 1 FROM leads WHERE school_id = ${schoolId} AND id = ${attendee.id}::int`
+        const rows = yield* sql<BookRow>`
+          WITH attendee AS (${who}),
+          grp AS (
+            SELECT capacity - enrolled_count AS free FROM groups WHERE school_id = ${schoolId} AND id = ${lesson.groupId}::int
+          ), booked AS (
+            INSERT INTO demo_lessons (school_id, student_id, lead_id, group_id, starts_at, comment)
+            SELECT ${schoolId}, ${isStudent ? attendee.id : null}::int, ${isStudent ? null : attendee.id}::int,
+                   ${lesson.groupId}::int, ${lesson.startsAt}::timestamptz, ${lesson.comment}::text
+            WHERE EXISTS (SELECT 1 FROM attendee) AND EXISTS (SELECT 1 FROM grp WHERE free > 0)
+            RETURNING id, student_id AS user_id, lead_id, group_id, api_ts(starts_at) AS starts_at, comment, status,
+                      api_ts(created_at) AS created_at
+          )
+          SELECT EXISTS (SELECT 1 FROM attendee) AS attendee_found, EXISTS (SELECT 1 FROM grp) AS group_found, b.*
+          FROM (VALUES (1)) AS one (x) LEFT JOIN booked b ON true`.pipe(Effect.orDie)
+        const row = rows[0]
+        if (row === undefined || !row.attendee_found) {
+          // DECISIONS "Writes": no new code for this endpoint; the field is named.
+          const field = isStudent ? "user_id" : "lead_id"
+          const what = isStudent ? "a student" : "a lead"
+          return yield* new Errors.ValidationFailed({
+            message: `Invalid request body: ${field}`,
+            fields: { [field]: [`Expected ${what} of this school, got ${attendee.id}`] }
+          })
+        }
+        if (!row.group_found) {
+          return yield* new Errors.GroupNotFound({ message: `Group ${lesson.groupId} not found in this school.` })
+        }
+        if (row.id === null) {
+          return yield* new Errors.GroupFull({ message: `Group ${lesson.groupId} has no free places.` })
+        }
+        return yield* Effect.orDie(decodeDemoLesson(row))
+      })
+
+      return DemoLessons.of({ book })
+    })
+  )
+}

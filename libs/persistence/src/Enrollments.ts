@@ -1,0 +1,111 @@
+/**
+ * Enrolling students of one school into its groups (spec 4.2, 7.2; DECISIONS
+ * "Writes"), as POST /students/{id}/groups does it: one statement takes a
+ * place in the group, records the enrollment, moves the student's
+ * last-modified time (the card's active_groups changed) and appends
+ * `group.enrolled` to the outbox.
+ *
+ * Capacity under concurrency: the place is taken by `UPDATE groups … WHERE
+ * enrolled_count < capacity`, which locks the group's row; a concurrent
+ * enrollment waits for it and re-checks the count on the committed row, so
+ * N parallel enrollments into k free places give exactly k successes (and
+ * the table's CHECK enrolled_count <= capacity backs it up).
+ */
+import { Context, Effect, Layer, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { Enrollments as EnrollmentRules, Errors } from "@school/domain"
+import { insertEvents } from "./Outbox.ts"
+
+const decodeEnrollment = Schema.decodeUnknownEffect(EnrollmentRules.Enrollment)
+
+interface EnrollRow {
+  readonly student_found: boolean
+  readonly group_found: boolean
+  readonly already: boolean
+  readonly id: number | null
+  readonly student_id: number | null
+  readonly group_id: number | null
+  readonly enrolled_at: string | null
+}
+
+export type EnrollError = Errors.StudentNotFound | Errors.GroupNotFound | Errors.GroupFull | Errors.AlreadyEnrolled
+
+const alreadyEnrolled = (studentId: number, groupId: number) =>
+  new Errors.AlreadyEnrolled({ message: `Student ${studentId} is already enrolled in group ${groupId}.` })
+
+export class Enrollments extends Context.Service<Enrollments, {
+  enroll(schoolId: number, studentId: number, groupId: number): Effect.Effect<EnrollmentRules.Enrollment, EnrollError>
+}>()("school/persistence/Enrollments") {
+  static readonly layer = Layer.effect(
+    Enrollments,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+
+      const enroll = Effect.fnUntraced(function*(schoolId: number, studentId: number, groupId: number) {
+        const rows = yield* sql<EnrollRow>`
+          WITH student AS (
+            SELECT id FROM students WHERE school_id = ${schoolId} AND id = ${studentId}::int
+          ), grp AS (
+            SELECT id FROM groups WHERE school_id = ${schoolId} AND id = ${groupId}::int
+          ), existing AS (
+            SELECT id FROM enrollments
+            WHERE school_id = ${schoolId} AND student_id = ${studentId}::int AND group_id = ${groupId}::int
+              AND ended_at IS NULL
+          ), seat AS (
+            UPDATE groups SET enrolled_count = enrolled_count + 1
+            WHERE school_id = ${schoolId} AND id = ${groupId}::int AND enrolled_count < capacity
+              AND EXISTS (SELECT 1 FROM student) AND NOT EXISTS (SELECT 1 FROM existing)
+            RETURNING id, name, filial_id
+          ), enrolled AS (
+            INSERT INTO enrollments (school_id, student_id, group_id)
+            SELECT ${schoolId}, ${studentId}::int, id FROM seat
+            RETURNING id, student_id, group_id, enrolled_at
+          ), touched AS (
+            UPDATE students SET updated_at = clock_timestamp()
+            WHERE school_id = ${schoolId} AND id IN (SELECT student_id FROM enrolled)
+          ), event AS (
+            ${
+          insertEvents(sql, {
+            schoolId,
+            event: "group.enrolled",
+            payload: sql`json_build_object('enrollment_id', e.id, 'student_id', e.student_id, 'group_id', e.group_id,
+                                           'group_name', s.name, 'filial_id', s.filial_id)`,
+            from: sql`enrolled e JOIN seat s ON s.id = e.group_id`
+          })
+        }
+          )
+          SELECT EXISTS (SELECT 1 FROM student) AS student_found,
+                 EXISTS (SELECT 1 FROM grp) AS group_found,
+                 EXISTS (SELECT 1 FROM existing) AS already,
+                 e.id, e.student_id, e.group_id, api_ts(e.enrolled_at) AS enrolled_at
+          FROM (VALUES (1)) AS one (x) LEFT JOIN enrolled e ON true`.pipe(
+          // The same student enrolled concurrently by another request: the
+          // partial unique index refuses the second active enrollment.
+          Effect.catchReason(
+            "SqlError",
+            "UniqueViolation",
+            (reason) =>
+              reason.constraint === "enrollments_active"
+                ? Effect.fail(alreadyEnrolled(studentId, groupId))
+                : Effect.die(reason)
+          ),
+          Effect.catchTag("SqlError", Effect.die)
+        )
+        const row = rows[0]
+        if (row === undefined || !row.student_found) {
+          return yield* new Errors.StudentNotFound({ message: `Student ${studentId} not found in this school.` })
+        }
+        if (!row.group_found) {
+          return yield* new Errors.GroupNotFound({ message: `Group ${groupId} not found in this school.` })
+        }
+        if (row.already) return yield* alreadyEnrolled(studentId, groupId)
+        if (row.id === null) {
+          return yield* new Errors.GroupFull({ message: `Group ${groupId} has no free places.` })
+        }
+        return yield* Effect.orDie(decodeEnrollment(row))
+      })
+
+      return Enrollments.of({ enroll })
+    })
+  )
+}

@@ -1,0 +1,195 @@
+/**
+ * The idempotency store (spec 4.3 rules 1-2, 8; DECISIONS "Idempotency"):
+ * claims a (school, key, operation) for one attempt, replays a completed
+ * one, waits for a running one up to IDEMPOTENCY_WAIT, takes over an
+ * expired record or a claim whose attempt is presumed dead, stores the
+ * response, releases a claim whose attempt failed, and purges old records.
+ * What to do with a record found is `Idempotency.decide` (libs/domain).
+ *
+ * A claim is committed on its own, before the operation's transaction, so
+ * every other request (in any API process) sees it at once; `complete` runs
+ * inside the operation's transaction, so the response is stored exactly
+ * when the operation commits. Take-overs compare the token they saw, so of
+ * two requests taking over one record only one wins.
+ */
+import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { SqlClient } from "effect/sql"
+import { randomUUID } from "node:crypto"
+import { Idempotency } from "@school/domain"
+
+export interface IdempotencyConfigShape {
+  /** How long a repeat waits for a running first attempt (IDEMPOTENCY_WAIT). */
+  readonly wait: Duration.Duration
+  readonly policy: Idempotency.Policy
+  /** How often the API process purges expired records. */
+  readonly purgeEvery: Duration.Duration
+}
+
+/** Defaults per CONTRACT "Settings" and DECISIONS; the API process provides IDEMPOTENCY_WAIT. */
+export const IdempotencyConfig = Context.Reference<IdempotencyConfigShape>("school/persistence/Idempotency/Config", {
+  defaultValue: () => ({ wait: Duration.seconds(2), policy: Idempotency.DEFAULT_POLICY, purgeEvery: Duration.minutes(10) })
+})
+
+/** Which operation a key names (ARCHITECTURE: every query takes the caller's school). */
+export interface KeyScope {
+  readonly schoolId: number
+  readonly key: string
+  /** `Idempotency.operationOf(method, path)`. */
+  readonly operation: string
+}
+
+/** A response as stored and replayed: status and the exact body bytes (always JSON). */
+export interface StoredResponse {
+  readonly status: number
+  readonly body: Uint8Array
+}
+
+export type Acquired =
+  /** This request owns the key: run the operation, then `complete` (or `release`). */
+  | { readonly _tag: "Claimed"; readonly token: string }
+  /** A first execution completed within the retention: return its response. */
+  | { readonly _tag: "Replay"; readonly response: StoredResponse }
+  /** The first attempt is still running after the wait: 409 idempotency_in_progress. */
+  | { readonly _tag: "InProgress" }
+
+interface ClaimRow {
+  readonly claimed: boolean
+  /** The existing record's token; null when there is none (or this statement inserted it). */
+  readonly token: string | null
+  readonly completed: boolean | null
+  readonly status_code: number | null
+  readonly response_body: Uint8Array | null
+  readonly age_ms: number | null
+}
+
+/** Rows deleted per purge statement, so one purge never holds a long lock. */
+const PURGE_BATCH = 10_000
+
+export class IdempotencyStore extends Context.Service<IdempotencyStore, {
+  /** Claims the key, or finds what to replay, waiting up to the configured wait for a running attempt. */
+  acquire(scope: KeyScope): Effect.Effect<Acquired>
+  /**
+   * Stores the response of the attempt holding `token`. Run it in the
+   * operation's transaction. False when the claim was taken over meanwhile
+   * (the caller must roll back).
+   */
+  complete(scope: KeyScope, token: string, response: StoredResponse): Effect.Effect<boolean>
+  /** Gives the key up after a failed attempt (a 5xx is not stored: a retry runs again). */
+  release(scope: KeyScope, token: string): Effect.Effect<void>
+  /** Deletes records older than the retention; returns how many. */
+  readonly purge: Effect.Effect<number>
+}>()("school/persistence/IdempotencyStore") {
+  static readonly layer = Layer.effect(
+    IdempotencyStore,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const config = yield* IdempotencyConfig
+      const waitMs = Duration.toMillis(config.wait)
+      const retentionSeconds = config.policy.retentionMs / 1000
+
+      // One round trip: insert the claim, or read the record it collided with.
+      const claim = (scope: KeyScope, token: string) =>
+        sql<ClaimRow>`
+          WITH claimed AS (
+            INSERT INTO idempotency_keys (school_id, key, operation, token)
+            VALUES (${scope.schoolId}, ${scope.key}, ${scope.operation}, ${token}::uuid)
+            ON CONFLICT (school_id, key, operation) DO NOTHING
+            RETURNING 1
+          )
+          SELECT EXISTS (SELECT 1 FROM claimed) AS claimed,
+                 k.token::text AS token, k.completed_at IS NOT NULL AS completed,
+                 k.status_code::int AS status_code, k.response_body,
+                 (extract(epoch FROM now() - k.claimed_at) * 1000)::float8 AS age_ms
+          FROM (VALUES (1)) AS one (x)
+          LEFT JOIN idempotency_keys k
+            ON k.school_id = ${scope.schoolId} AND k.key = ${scope.key} AND k.operation = ${scope.operation}`.pipe(
+          Effect.map((rows) => rows[0]),
+          Effect.orDie
+        )
+
+      // Compare-and-set on the token (and the completion state) that was seen.
+      const takeOver = (scope: KeyScope, seen: string, seenCompleted: boolean, token: string) =>
+        sql`
+          UPDATE idempotency_keys
+          SET token = ${token}::uuid, claimed_at = now(), completed_at = NULL, status_code = NULL, response_body = NULL
+          WHERE school_id = ${scope.schoolId} AND key = ${scope.key} AND operation = ${scope.operation}
+            AND token = ${seen}::uuid AND (completed_at IS NOT NULL) = ${seenCompleted}
+          RETURNING 1`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
+
+      const acquire = Effect.fnUntraced(function*(scope: KeyScope): Effect.fn.Return<Acquired> {
+        const deadline = (yield* Clock.currentTimeMillis) + waitMs
+        let polls = 0
+        while (true) {
+          const token = randomUUID()
+          const row = yield* claim(scope, token)
+          if (row === undefined || row.claimed) return { _tag: "Claimed", token }
+          if (row.token !== null && row.completed !== null && row.age_ms !== null) {
+            const decision = Idempotency.decide({ completed: row.completed, ageMs: row.age_ms }, config.policy)
+            if (decision === "replay" && row.status_code !== null && row.response_body !== null) {
+              return { _tag: "Replay", response: { status: row.status_code, body: row.response_body } }
+            }
+            if (decision === "take-over" && (yield* takeOver(scope, row.token, row.completed, token))) {
+              return { _tag: "Claimed", token }
+            }
+          }
+          // Waiting (spec 4.3 rule 2), or the record changed under us: look again until the deadline.
+          const now = yield* Clock.currentTimeMillis
+          if (now >= deadline) return { _tag: "InProgress" }
+          yield* Effect.sleep(Duration.millis(Math.min(Idempotency.pollDelayMs(polls++), deadline - now)))
+        }
+      })
+
+      const complete = (scope: KeyScope, token: string, response: StoredResponse) =>
+        sql`
+          UPDATE idempotency_keys
+          SET completed_at = now(), status_code = ${response.status}, response_body = ${response.body}
+          WHERE school_id = ${scope.schoolId} AND key = ${scope.key} AND operation = ${scope.operation}
+            AND token = ${token}::uuid AND completed_at IS NULL
+          RETURNING 1`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
+
+      const release = (scope: KeyScope, token: string) =>
+        sql`
+          DELETE FROM idempotency_keys
+          WHERE school_id = ${scope.schoolId} AND key = ${scope.key} AND operation = ${scope.operation}
+            AND token = ${token}::uuid AND completed_at IS NULL`.pipe(Effect.asVoid, Effect.orDie)
+
+      const purgeBatch = sql<{ readonly n: number }>`
+        WITH gone AS (
+          DELETE FROM idempotency_keys
+          WHERE ctid = ANY (ARRAY(
+            SELECT ctid FROM idempotency_keys
+            WHERE claimed_at < now() - make_interval(secs => ${retentionSeconds})
+            LIMIT ${PURGE_BATCH}
+          ))
+          RETURNING 1
+        )
+        SELECT count(*)::int AS n FROM gone`.pipe(Effect.map((rows) => rows[0]?.n ?? 0), Effect.orDie)
+
+      const purge = Effect.gen(function*() {
+        let total = 0
+        while (true) {
+          const n = yield* purgeBatch
+          total += n
+          if (n < PURGE_BATCH) return total
+        }
+      })
+
+      return IdempotencyStore.of({ acquire, complete, release, purge })
+    })
+  )
+}
+
+/**
+ * The API process's purge job (DECISIONS "Idempotency": records older than
+ * 24 hours are purged): at start and then every `purgeEvery`. A failed run is
+ * logged and the next one tries again.
+ */
+export const IdempotencyPurge = Layer.effectDiscard(Effect.gen(function*() {
+  const store = yield* IdempotencyStore
+  const config = yield* IdempotencyConfig
+  const run = store.purge.pipe(
+    Effect.tap((n) => n > 0 ? Effect.logInfo("purged expired idempotency records", { count: n }) : Effect.void),
+    Effect.catchCause((cause) => Effect.logWarning("idempotency purge failed", cause))
+  )
+  yield* Effect.forkScoped(Effect.repeat(run, Schedule.spaced(config.purgeEvery)))
+})).pipe(Layer.provide(IdempotencyStore.layer))
