@@ -1,33 +1,58 @@
 /**
- * Bearer-key authentication (spec 5.1, DECISIONS "Authentication") and the
- * scope check. Order: the key's shape, then its prefix, then a constant-time
- * comparison of the secret's hash, then revoked before expired.
+ * Bearer-key authentication (spec 5.1, DECISIONS "Authentication"), the
+ * per-key rate limit (spec 8, DECISIONS "Rate limits") and the scope check.
+ * Order: the key's shape, then a key this process already knows to be over
+ * budget (429 with no I/O), then ONE round trip that looks the key up by its
+ * prefix and, if it authenticates, counts the request; then a constant-time
+ * comparison of the secret's hash, revoked before expired (401), and the
+ * limit's verdict (429 with `Retry-After`, no `X-RateLimit-*` headers).
  */
 import { Effect, Layer, Option, Redacted } from "effect"
-import { ApiKey, Errors } from "@school/domain"
+import { HttpServerResponse } from "effect/http"
+import { ApiKey, Errors, RateLimit } from "@school/domain"
 import { Authentication, CurrentKey, RequireWriteScope } from "@school/domain/PublicApi"
-import { ApiKeys } from "@school/persistence/ApiKeys"
+import { JSON_CONTENT_TYPE } from "./ErrorEnvelope.ts"
+import { RateLimiter } from "./RateLimiter.ts"
+
+/**
+ * 429 rate_limit_exceeded in the envelope, `Retry-After` in whole seconds
+ * (spec 8). Returned as a response because a typed error has no headers.
+ */
+export const tooManyRequests = (waitMicros: number) => {
+  const retryAfter = RateLimit.retryAfterSeconds(waitMicros)
+  const error = new Errors.RateLimitExceeded({
+    message: `Too many requests for this API key. Retry after ${retryAfter} second${retryAfter === 1 ? "" : "s"}.`
+  })
+  return HttpServerResponse.jsonUnsafe(Errors.toEnvelope(error), {
+    status: 429,
+    headers: { "retry-after": String(retryAfter), "content-type": JSON_CONTENT_TYPE }
+  })
+}
 
 export const AuthenticationLive = Layer.effect(
   Authentication,
   Effect.gen(function*() {
-    const keys = yield* ApiKeys
+    const limiter = yield* RateLimiter
     return Authentication.of({
       bearer: Effect.fnUntraced(function*(httpEffect, { credential }) {
         const parsed = ApiKey.parseApiKey(Redacted.value(credential))
         if (Option.isNone(parsed)) {
           return yield* Errors.unauthorized("missing_or_malformed_key")
         }
-        const found = yield* keys.findByPrefix(parsed.value.prefix)
+        const { prefix, secret } = parsed.value
+        const blocked = yield* limiter.blocked(prefix, secret)
+        if (Option.isSome(blocked)) return tooManyRequests(blocked.value)
+        const found = yield* limiter.admit(prefix, secret)
         if (Option.isNone(found)) {
           return yield* Errors.unauthorized("unknown_key")
         }
-        const key = found.value
-        if (!ApiKey.secretMatches(parsed.value.secret, key.secret_hash)) {
+        const { key, outcome } = found.value
+        if (!ApiKey.secretMatches(secret, key.secret_hash)) {
           return yield* Errors.unauthorized("unknown_key")
         }
         if (key.revoked) return yield* Errors.unauthorized("revoked_key")
         if (key.expired) return yield* Errors.unauthorized("expired_key")
+        if (outcome._tag === "Rejected") return tooManyRequests(outcome.wait)
         return yield* Effect.provideService(httpEffect, CurrentKey, {
           keyId: key.id,
           schoolId: key.school_id,
@@ -37,7 +62,7 @@ export const AuthenticationLive = Layer.effect(
       })
     })
   })
-).pipe(Layer.provide(ApiKeys.layer))
+).pipe(Layer.provide(RateLimiter.layer))
 
 /** A `write` key covers reads too; only writes ask for it (spec 5.1). */
 export const RequireWriteScopeLive = Layer.succeed(

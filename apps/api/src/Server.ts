@@ -16,6 +16,7 @@ import { CatalogHandlers } from "./http/Catalog.ts"
 import { PaymentsHandlers } from "./http/Payments.ts"
 import { StudentsHandlers } from "./http/Students.ts"
 import { RequestValidationLive } from "./RequestValidation.ts"
+import { RateLimitOptions } from "./RateLimiter.ts"
 
 export const OPENAPI_PATH = `${BASE_PATH}/openapi.json`
 export const DOCS_PATH = `${BASE_PATH}/docs`
@@ -48,12 +49,19 @@ export interface ServerOptions {
   readonly port: number
   readonly host: string
   readonly maxConnections?: number
+  /** RATE_LIMIT_WINDOW (default 60 s; None: off). */
+  readonly rateLimitWindow?: RateLimitOptions["window"]
 }
 
 /** The whole HTTP server, listening, with its database pool. */
 export const ServerLayer = (options: ServerOptions) =>
   HttpRouter.serve(AppRoutes).pipe(
     Layer.provide(NodeHttpServer.layer(createServer, { port: options.port, host: options.host })),
+    Layer.provide(
+      options.rateLimitWindow === undefined
+        ? Layer.empty
+        : Layer.succeed(RateLimitOptions, { ...RateLimitOptions.defaultValue(), window: options.rateLimitWindow })
+    ),
     Layer.provide(Sql.layer({
       url: options.databaseUrl,
       applicationName: "school-api",

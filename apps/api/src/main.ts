@@ -21,7 +21,8 @@ const program = Effect.gen(function*() {
   return yield* Layer.launch(ServerLayer({
     databaseUrl: settings.databaseUrl.value,
     port: settings.port,
-    host: settings.host
+    host: settings.host,
+    rateLimitWindow: settings.rateLimitWindow
   }))
 }).pipe(Effect.provide(Settings.layerWithLogging))
 

@@ -39,6 +39,8 @@ export interface SettingsShape {
   readonly webhookTimeout: Duration.Duration
   readonly webhookAllowInsecureUrls: boolean
   readonly dispatcherConcurrency: number
+  /** `RATE_LIMIT_WINDOW` (default 60 s); None: `off`, nothing counted (measurements only). */
+  readonly rateLimitWindow: Option.Option<Duration.Duration>
 }
 
 // ---------------------------------------------------------------------------
@@ -73,6 +75,12 @@ export const parseIntegerIn = (min: number, max: number) => (text: string): Opti
   const value = Number(text.trim())
   return Number.isSafeInteger(value) && value >= min && value <= max ? Option.some(value) : Option.none()
 }
+
+/** A positive duration, or `off` (None). */
+export const parseWindow = (text: string): Option.Option<Option.Option<Duration.Duration>> =>
+  text.trim().toLowerCase() === "off"
+    ? Option.some(Option.none())
+    : Option.map(Option.filter(parseDuration(text), (duration) => Duration.toMillis(duration) > 0), Option.some)
 
 export const parseBoolean = (text: string): Option.Option<boolean> => {
   switch (text.trim().toLowerCase()) {
@@ -203,6 +211,12 @@ export const load: Effect.Effect<SettingsShape, InvalidSetting> = Effect.gen(fun
       parseIntegerIn(1, 10_000),
       "an integer 1..10000",
       () => 32
+    ),
+    rateLimitWindow: yield* withDefault(
+      "RATE_LIMIT_WINDOW",
+      parseWindow,
+      "a positive duration like 60s or 1m, or off",
+      () => Option.some(Duration.minutes(1))
     )
   }
 })

@@ -1,0 +1,189 @@
+/**
+ * The API process's side of the per-key rate limit (spec 8, DECISIONS "Rate
+ * limits"): it asks the shared store (`@school/persistence/RateLimits`, one
+ * statement that authenticates and counts) and remembers, in a bounded
+ * in-memory map, which keys it has seen over budget and until when. Until
+ * then it rejects them itself: a flood of one key costs this process a map
+ * lookup and a hash per request, and the database nothing, so other keys do
+ * not feel it.
+ *
+ * A local block is only as good as the budget it was computed with, so every
+ * change that can shorten it (a plan change, a key revoked, expired or
+ * deleted) reaches the process by `LISTEN rate_limit_invalidate` (triggers of
+ * migration 0200) and drops the school's blocks. While that listener is not
+ * connected (or the process has no `PgClient`), there are no local blocks at
+ * all: every request goes to the database, which is always exact.
+ */
+import { Clock, Context, Duration, Effect, Layer, Option, Queue } from "effect"
+import { type PgConnection, PgClient } from "@effect/sql-pg"
+import { ApiKey, Plans } from "@school/domain"
+import { ApiKeys } from "@school/persistence/ApiKeys"
+import { type Admission, type Budgets, INVALIDATE_CHANNEL, RateLimits } from "@school/persistence/RateLimits"
+
+export interface RateLimitOptions {
+  /** `RATE_LIMIT_WINDOW` (default 60 s); None: `off`, nothing is counted (for measurements only). */
+  readonly window: Option.Option<Duration.Duration>
+  /** A clock in µs since the epoch; None: the database's clock, shared by every process. Tests inject one. */
+  readonly clock: Option.Option<Effect.Effect<number>>
+  /** At most this many keys are blocked locally at once; the oldest block goes first. */
+  readonly maxLocalBlocks: number
+  /** The budgets; None: `Plans.budgetPerMinute`. */
+  readonly budgets: Option.Option<Budgets>
+}
+
+export const defaultOptions: RateLimitOptions = {
+  window: Option.some(Duration.minutes(1)),
+  clock: Option.none(),
+  maxLocalBlocks: 10_000,
+  budgets: Option.none()
+}
+
+/** The limiter's settings; the default is the specification's (a 60-second window on the database's clock). */
+export const RateLimitOptions = Context.Reference<RateLimitOptions>("school/api/RateLimiter/RateLimitOptions", {
+  defaultValue: () => defaultOptions
+})
+
+interface Block {
+  readonly schoolId: number
+  readonly secretHash: Uint8Array
+  /** µs, on the limiter's clock. */
+  readonly until: number
+}
+
+export class RateLimiter extends Context.Service<RateLimiter, {
+  /** Some(µs to wait) when this process already knows the key with this secret is over budget. No I/O. */
+  blocked(prefix: string, secret: string): Effect.Effect<Option.Option<number>>
+  /** Authenticates and counts the request in one round trip; None when no key has this prefix. */
+  admit(prefix: string, secret: string): Effect.Effect<Option.Option<Admission>>
+}>()("school/api/RateLimiter") {
+  static readonly layerNoDeps = Layer.effect(
+    RateLimiter,
+    Effect.gen(function*() {
+      const options = yield* RateLimitOptions
+      const store = yield* RateLimits
+      const keys = yield* ApiKeys
+      const clock = yield* Clock.Clock
+      const nowMicros = Option.getOrElse(
+        options.clock,
+        () => Effect.sync(() => Number(clock.currentTimeNanosUnsafe() / 1_000n))
+      )
+
+      const blocks = new Map<string, Block>()
+      let listening = false
+      /** Moves on every invalidation, so an answer computed before one does not become a block after it. */
+      let epoch = 0
+
+      const invalidate = (schoolId: number) => {
+        epoch++
+        for (const [prefix, block] of blocks) {
+          if (block.schoolId === schoolId) blocks.delete(prefix)
+        }
+      }
+
+      /** The listener's queue while it is connected. */
+      let notifications: Queue.Dequeue<PgConnection.Notification, unknown> | undefined
+
+      /** Applies the invalidations already received but not yet taken by the listener's fiber. */
+      const drain = Effect.gen(function*() {
+        while (notifications !== undefined) {
+          const next = yield* Queue.poll(notifications)
+          if (Option.isNone(next)) return
+          invalidate(Number(next.value.payload))
+        }
+      })
+
+      const pg = yield* Effect.serviceOption(PgClient.PgClient)
+      if (Option.isSome(pg) && Option.isSome(options.window)) {
+        const listen = Effect.scoped(Effect.gen(function*() {
+          const queue = yield* pg.value.listen(INVALIDATE_CHANNEL)
+          notifications = queue
+          listening = true
+          while (true) {
+            const { payload } = yield* Queue.take(queue)
+            invalidate(Number(payload))
+          }
+        })).pipe(
+          Effect.ensuring(Effect.sync(() => {
+            listening = false
+            notifications = undefined
+            epoch++
+            blocks.clear()
+          })),
+          Effect.catchCause((cause) =>
+            Effect.logWarning("rate limit: the invalidation listener stopped; local blocks are off until it is back", cause)
+          ),
+          Effect.andThen(Effect.sleep(Duration.seconds(1))),
+          Effect.forever
+        )
+        yield* Effect.forkScoped(listen)
+      }
+
+      const blocked = Effect.fnUntraced(function*(prefix: string, secret: string) {
+        if (!listening || !blocks.has(prefix)) return Option.none<number>()
+        // Let the I/O that already arrived run first, then apply any
+        // invalidation it carried: a plan change committed before this
+        // request was sent is seen by it.
+        yield* Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+        yield* drain
+        const block = blocks.get(prefix)
+        if (block === undefined) return Option.none<number>()
+        const now = yield* nowMicros
+        if (block.until <= now) {
+          blocks.delete(prefix)
+          return Option.none<number>()
+        }
+        // Another secret under this prefix is the database's to answer (401).
+        return ApiKey.secretMatches(secret, block.secretHash) ? Option.some(block.until - now) : Option.none<number>()
+      })
+
+      const remember = (prefix: string, block: Block) => {
+        blocks.delete(prefix)
+        if (blocks.size >= options.maxLocalBlocks) {
+          const oldest = blocks.keys().next()
+          if (oldest.done !== true) blocks.delete(oldest.value)
+        }
+        blocks.set(prefix, block)
+      }
+
+      const admit = Option.match(options.window, {
+        onNone: () =>
+          // RATE_LIMIT_WINDOW=off: the plain lookup, nothing counted.
+          Effect.fnUntraced(function*(prefix: string, secret: string) {
+            const found = yield* keys.findByPrefix(prefix)
+            return Option.map(found, (key): Admission => ({
+              key: { ...key, budget: Plans.budgetPerMinute(key.plan), expires_in: null },
+              outcome: ApiKey.secretMatches(secret, key.secret_hash) && !key.revoked && !key.expired
+                ? { _tag: "Accepted" }
+                : { _tag: "NotCounted" }
+            }))
+          }),
+        onSome: (window) =>
+          Effect.fnUntraced(function*(prefix: string, secret: string) {
+            const startedIn = epoch
+            const secretHash = ApiKey.hashSecret(secret)
+            const at = Option.isSome(options.clock) ? yield* options.clock.value : undefined
+            const admission = yield* store.admit(prefix, secretHash, {
+              window,
+              ...(at === undefined ? {} : { at }),
+              ...(Option.isSome(options.budgets) ? { budgets: options.budgets.value } : {})
+            })
+            if (Option.isSome(admission) && listening && epoch === startedIn) {
+              const { key, outcome } = admission.value
+              if (outcome._tag === "Rejected") {
+                // Never past the key's expiry: from then on it is a 401.
+                const wait = key.expires_in === null ? outcome.wait : Math.min(outcome.wait, key.expires_in)
+                if (wait > 0) {
+                  remember(prefix, { schoolId: key.school_id, secretHash, until: (yield* nowMicros) + wait })
+                }
+              }
+            }
+            return admission
+          })
+      })
+
+      return RateLimiter.of({ blocked, admit })
+    })
+  )
+
+  static readonly layer = RateLimiter.layerNoDeps.pipe(Layer.provide([RateLimits.layer, ApiKeys.layer]))
+}

@@ -1,0 +1,317 @@
+/**
+ * The per-key rate limit through the whole API, in process, against a real
+ * PostgreSQL (spec 8, DECISIONS "Rate limits"): exactly the budget, then 429
+ * `rate_limit_exceeded` with a correct `Retry-After` and no `X-RateLimit-*`
+ * headers; waiting `Retry-After` is enough; per-plan budgets; keys of one
+ * school are independent; a plan change applies to the next request; requests
+ * that do not authenticate write nothing; a key known to be over budget is
+ * rejected by the process without the database.
+ *
+ * The limiter's clock is injected (a variable, in µs), so a minute passes in
+ * no time; the two-process test (`rateLimit.processes.test.ts`) uses the
+ * database's clock and a short window instead.
+ */
+import { assert, layer } from "@effect/vitest"
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Layer, Option } from "effect"
+import { HttpRouter, HttpServer } from "effect/http"
+import { SqlClient } from "effect/sql"
+import { AppRoutes } from "@school/api/Server"
+import { defaultOptions, RateLimitOptions } from "@school/api/RateLimiter"
+import { ApiKey } from "@school/domain"
+import * as Fixtures from "./support/Fixtures.ts"
+import { TestDatabase } from "./support/TestDatabase.ts"
+
+const STUDENTS = "/api/public/v1/students?per_page=1"
+const SECOND = 1_000_000
+/** The injected clock's origin: a realistic time, µs since the epoch. */
+const T0 = 1_800_000_000 * SECOND
+
+/** Tests run under the TestClock; these waits are real. */
+const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
+
+const withRealTimeout = <A, E, R>(ms: number, self: Effect.Effect<A, E, R>) =>
+  Effect.raceFirst(self, Effect.andThen(realSleep(ms), Effect.die(`timed out after ${ms} ms`)))
+
+/**
+ * Repeats `self` until `done`, for at most `ms` of real time: for what
+ * reaches the process by NOTIFY (milliseconds after the commit).
+ */
+const eventually = <A, E, R>(ms: number, self: Effect.Effect<A, E, R>, done: (a: A) => boolean) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + ms
+    while (true) {
+      const result = yield* self
+      if (done(result) || Date.now() > deadline) return result
+      yield* realSleep(5)
+    }
+  })
+
+interface Reply {
+  readonly status: number
+  readonly headers: Headers
+  readonly body: unknown
+}
+
+class Api extends Context.Service<Api, {
+  /** GET with this key at the limiter time `at` (µs). */
+  readonly get: (key: string, at: number, path?: string) => Effect.Effect<Reply>
+}>()("test/rateLimit/Api") {
+  static readonly layer = Layer.effect(
+    Api,
+    Effect.gen(function*() {
+      const pg = yield* PgClient.PgClient
+      let now = T0
+      const options = { ...defaultOptions, clock: Option.some(Effect.sync(() => now)) }
+      const { handler, dispose } = HttpRouter.toWebHandler(
+        AppRoutes.pipe(
+          Layer.provide(Layer.succeed(RateLimitOptions, options)),
+          Layer.provide(Layer.merge(Layer.succeed(PgClient.PgClient, pg), Layer.succeed(SqlClient.SqlClient, pg))),
+          Layer.provide(HttpServer.layerServices)
+        ),
+        { disableLogger: true }
+      )
+      yield* Effect.addFinalizer(() => Effect.promise(() => dispose()))
+      const get = (key: string, at: number, path = STUDENTS) =>
+        Effect.promise(async () => {
+          now = at
+          const response = await handler(
+            new Request(`http://localhost${path}`, { headers: { authorization: `Bearer ${key}` } })
+          )
+          const text = await response.text()
+          return { status: response.status, headers: response.headers, body: text === "" ? undefined : JSON.parse(text) }
+        })
+      // The invalidation listener connects in the background once the routes
+      // are built: wait for its LISTEN, so local blocks (and their
+      // invalidation) are part of every test here.
+      yield* Effect.promise(() => handler(new Request("http://localhost/health/live")))
+      for (let attempt = 0;; attempt++) {
+        const [row] = yield* pg<{ n: number }>`
+          SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND query ILIKE 'LISTEN%rate_limit_invalidate%'`.pipe(Effect.orDie)
+        if ((row?.n ?? 0) > 0) break
+        if (attempt === 500) return yield* Effect.die("the rate limit's LISTEN did not start")
+        yield* realSleep(20)
+      }
+      return Api.of({ get })
+    })
+  )
+}
+
+const Env = Api.layer.pipe(Layer.provideMerge(TestDatabase.layer))
+
+const statuses = (replies: ReadonlyArray<Reply>) => {
+  const counts: Record<number, number> = {}
+  for (const { status } of replies) counts[status] = (counts[status] ?? 0) + 1
+  return counts
+}
+
+/** `count` requests of one key at the same instant, a few at a time. */
+const burst = (key: string, at: number, count: number) =>
+  Effect.flatMap(Api, (api) =>
+    Effect.forEach(Array.from({ length: count }, () => key), (k) => api.get(k, at), { concurrency: 8 }))
+
+const newKey = Effect.fnUntraced(function*(plan: string | null, options: Fixtures.KeyOptions = {}) {
+  const { schoolId } = yield* Fixtures.school(plan, `School ${plan ?? "none"}`)
+  return { schoolId, key: yield* Fixtures.key(schoolId, options) }
+})
+
+/** Every row of the limiter's table with its version: equal snapshots mean nothing was written. */
+const snapshot = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  return yield* sql<{ key_id: number; version: string; ring: ReadonlyArray<number> }>`
+    SELECT key_id, xmin::text || '/' || ctid::text AS version, ring::float8[] AS ring
+    FROM rate_limits ORDER BY school_id, key_id`.pipe(Effect.orDie)
+})
+
+const assertRateLimited = (reply: Reply, retryAfter: number) => {
+  assert.strictEqual(reply.status, 429)
+  assert.strictEqual(reply.headers.get("retry-after"), String(retryAfter))
+  assert.strictEqual(reply.headers.get("content-type"), "application/json; charset=utf-8")
+  assert.deepStrictEqual(Object.keys(reply.body as object), ["error"])
+  const { error } = reply.body as { error: Record<string, unknown> }
+  assert.strictEqual(error["code"], "rate_limit_exceeded")
+  assert.isString(error["message"])
+  assert.notProperty(error, "fields")
+  for (const [name] of reply.headers) assert.notMatch(name, /^x-ratelimit/i)
+}
+
+layer(Env, { timeout: 120_000 })("rate limit through the API", (it) => {
+  it.effect("exactly the budget, then 429 with Retry-After; waiting it is enough; a 429 costs nothing", () =>
+    Effect.gen(function*() {
+      const api = yield* Api
+      const { key } = yield* newKey("basic")
+      // 120 requests spread over the first 11.9 s of the window.
+      for (let i = 0; i < 120; i++) {
+        const reply = yield* api.get(key, T0 + i * 100_000)
+        assert.strictEqual(reply.status, 200, `request ${i}`)
+      }
+      // 20 s in: the first request leaves the window at T0 + 60 s.
+      assertRateLimited(yield* api.get(key, T0 + 20 * SECOND), 40)
+      // Retry-After is rounded up to whole seconds, and never 0.
+      assertRateLimited(yield* api.get(key, T0 + 20 * SECOND + 1), 40)
+      assertRateLimited(yield* api.get(key, T0 + 59 * SECOND), 1)
+      assertRateLimited(yield* api.get(key, T0 + 60 * SECOND - 1), 1)
+      // A flood of rejected requests consumed nothing: at exactly 60 s one slot is free…
+      assert.strictEqual((yield* api.get(key, T0 + 60 * SECOND)).status, 200)
+      // …and only one: the next frees at T0 + 60.1 s.
+      assertRateLimited(yield* api.get(key, T0 + 60 * SECOND), 1)
+      assert.strictEqual((yield* api.get(key, T0 + 60 * SECOND + 100_000)).status, 200)
+    }))
+
+  it.effect("waiting exactly Retry-After after a burst succeeds", () =>
+    Effect.gen(function*() {
+      const api = yield* Api
+      const { key } = yield* newKey(null)
+      const start = T0 + 1_234_567
+      assert.deepStrictEqual(statuses(yield* burst(key, start, 120)), { 200: 120 })
+      const later = start + 17_500_000
+      const rejected = yield* api.get(key, later)
+      assert.strictEqual(rejected.status, 429)
+      const retryAfter = Number(rejected.headers.get("retry-after"))
+      // 60 - 17.5 = 42.5 s, rounded up.
+      assert.strictEqual(retryAfter, 43)
+      assert.strictEqual((yield* api.get(key, later + retryAfter * SECOND)).status, 200)
+    }))
+
+  it.effect("budgets per plan: basic, economy, standard 120; extended 300; pro 600; none 120", () =>
+    Effect.gen(function*() {
+      const plans: ReadonlyArray<readonly [string | null, number]> = [
+        ["basic", 120],
+        ["economy", 120],
+        ["standard", 120],
+        ["extended", 300],
+        ["pro", 600],
+        [null, 120]
+      ]
+      for (const [plan, budget] of plans) {
+        const { key } = yield* newKey(plan)
+        const at = T0 + 3_600 * SECOND
+        assert.deepStrictEqual(statuses(yield* burst(key, at, budget + 5)), { 200: budget, 429: 5 }, `plan ${plan}`)
+      }
+    }))
+
+  it.effect("two keys of one school have their own budgets", () =>
+    Effect.gen(function*() {
+      const { schoolId, key: first } = yield* newKey("basic")
+      const second = yield* Fixtures.key(schoolId, { scope: "write" })
+      const at = T0 + 7_200 * SECOND
+      assert.deepStrictEqual(statuses(yield* burst(first, at, 130)), { 200: 120, 429: 10 })
+      assert.deepStrictEqual(statuses(yield* burst(second, at, 130)), { 200: 120, 429: 10 })
+    }))
+
+  it.effect("a plan change applies at once, also to a key this process had blocked", () =>
+    Effect.gen(function*() {
+      const api = yield* Api
+      const sql = yield* SqlClient.SqlClient
+      const { schoolId, key } = yield* newKey("basic")
+      const at = T0 + 10_800 * SECOND
+      assert.deepStrictEqual(statuses(yield* burst(key, at, 121)), { 200: 120, 429: 1 })
+      // Upgrade (what `schools set-plan` does). The key is blocked in this
+      // process until at + 60 s; the change's NOTIFY lifts that block within
+      // milliseconds of the commit (the database itself applies it to the
+      // very next request: `rateLimits.store.test.ts`).
+      yield* sql`UPDATE schools SET plan = 'pro' WHERE id = ${schoolId}`.pipe(Effect.orDie)
+      const started = Date.now()
+      const first = yield* eventually(1_000, api.get(key, at + SECOND), (reply) => reply.status === 200)
+      assert.strictEqual(first.status, 200)
+      assert.isBelow(Date.now() - started, 1_000)
+      assert.deepStrictEqual(statuses(yield* burst(key, at + SECOND, 480)), { 200: 479, 429: 1 })
+      // Downgrade: 600 in the window, budget 120 again: rejected, and the
+      // wait is now counted from the 120th newest request (at + 1 s), not
+      // from the block computed under `pro` (until at + 60 s).
+      yield* sql`UPDATE schools SET plan = 'basic' WHERE id = ${schoolId}`.pipe(Effect.orDie)
+      const retryAfter = (reply: Reply) => reply.headers.get("retry-after")
+      assertRateLimited(yield* eventually(1_000, api.get(key, at + 2 * SECOND), (r) => retryAfter(r) === "59"), 59)
+      // The same key on `extended` (300): still 600 in the window.
+      yield* sql`UPDATE schools SET plan = 'extended' WHERE id = ${schoolId}`.pipe(Effect.orDie)
+      assertRateLimited(yield* api.get(key, at + 3 * SECOND), 58)
+    }))
+
+  it.effect("requests that do not authenticate write nothing and count nothing", () =>
+    Effect.gen(function*() {
+      const api = yield* Api
+      const { schoolId, key } = yield* newKey("basic")
+      const revoked = yield* Fixtures.key(schoolId, { revoked: true })
+      const expired = yield* Fixtures.key(schoolId, { expired: true })
+      const parsed = Option.getOrThrow(ApiKey.parseApiKey(key))
+      const wrongSecret = ApiKey.formatApiKey({ prefix: parsed.prefix, secret: "A".repeat(ApiKey.SECRET_LENGTH) })
+      const unknown = ApiKey.formatApiKey({ prefix: "zzzzzzzz", secret: parsed.secret })
+      const at = T0 + 14_400 * SECOND
+      // Give the key some state first, so "nothing written" covers updates too.
+      assert.strictEqual((yield* api.get(key, at)).status, 200)
+      const before = yield* snapshot
+      const cases: ReadonlyArray<readonly [string, string]> = [
+        [wrongSecret, "unknown_key"],
+        [unknown, "unknown_key"],
+        [revoked, "revoked_key"],
+        [expired, "expired_key"],
+        ["svc_nonsense", "missing_or_malformed_key"]
+      ]
+      for (const [credential, reason] of cases) {
+        for (let i = 0; i < 150; i++) {
+          const reply = yield* api.get(credential, at + i)
+          assert.strictEqual(reply.status, 401)
+          assert.deepStrictEqual((reply.body as { error: { fields: unknown } }).error.fields, { reason })
+        }
+      }
+      assert.deepStrictEqual(yield* snapshot, before)
+      // And the key's budget is whole: 119 more are accepted.
+      assert.deepStrictEqual(statuses(yield* burst(key, at + 1, 120)), { 200: 119, 429: 1 })
+    }))
+
+  it.effect("a key known to be over budget is rejected by the process itself", () =>
+    Effect.gen(function*() {
+      const api = yield* Api
+      const sql = yield* SqlClient.SqlClient
+      const { key } = yield* newKey("basic")
+      const { key: other } = yield* newKey("basic")
+      const at = T0 + 18_000 * SECOND
+      assert.deepStrictEqual(statuses(yield* burst(key, at, 121)), { 200: 120, 429: 1 })
+      // With the key tables locked, any request that needs the database waits;
+      // the blocked key's 429s still come at once.
+      const replies = yield* sql.withTransaction(Effect.gen(function*() {
+        yield* sql`LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE`
+        return yield* withRealTimeout(
+          5_000,
+          Effect.forEach(Array.from({ length: 500 }, (_, i) => i), (i) => api.get(key, at + SECOND + i), {
+            concurrency: 50
+          })
+        )
+      })).pipe(Effect.orDie)
+      assert.deepStrictEqual(statuses(replies), { 429: 500 })
+      // The other key was never affected, and the blocked one is still exact.
+      assert.strictEqual((yield* api.get(other, at + 2 * SECOND)).status, 200)
+      assertRateLimited(yield* api.get(key, at + 2 * SECOND), 58)
+    }))
+
+  it.effect("a revoked key stops being rate limited and answers 401 (within milliseconds)", () =>
+    Effect.gen(function*() {
+      const api = yield* Api
+      const sql = yield* SqlClient.SqlClient
+      const { key } = yield* newKey("basic")
+      const at = T0 + 21_600 * SECOND
+      assert.deepStrictEqual(statuses(yield* burst(key, at, 121)), { 200: 120, 429: 1 })
+      const { prefix } = Option.getOrThrow(ApiKey.parseApiKey(key))
+      yield* sql`UPDATE api_keys SET revoked_at = now() WHERE prefix = ${prefix}`.pipe(Effect.orDie)
+      const reply = yield* eventually(1_000, api.get(key, at + SECOND), (reply) => reply.status === 401)
+      assert.strictEqual(reply.status, 401)
+      assert.deepStrictEqual((reply.body as { error: { fields: unknown } }).error.fields, { reason: "revoked_key" })
+    }))
+
+  it.effect("every authenticated request counts, whatever its outcome", () =>
+    Effect.gen(function*() {
+      const api = yield* Api
+      const { key } = yield* newKey("basic")
+      const at = T0 + 25_200 * SECOND
+      const outcomes: Record<number, number> = {}
+      for (let i = 0; i < 120; i++) {
+        // 404 not_found, 422 validation_failed and 200, in turn.
+        const path = ["/api/public/v1/students/999999", "/api/public/v1/students?per_page=500", STUDENTS][i % 3]
+        const reply = yield* api.get(key, at, path)
+        outcomes[reply.status] = (outcomes[reply.status] ?? 0) + 1
+      }
+      assert.deepStrictEqual(outcomes, { 200: 40, 404: 40, 422: 40 })
+      assert.strictEqual((yield* api.get(key, at)).status, 429)
+    }))
+})
