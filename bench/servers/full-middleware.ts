@@ -18,12 +18,16 @@ import { ByteSize, Effect, Layer, Option } from "effect"
 import { HttpIncomingMessage, HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { createServer } from "node:http"
-import { AuthenticationLive } from "@school/api/Authentication"
+import { AuthenticationLive, RequireWriteScopeLive } from "@school/api/Authentication"
 import { ErrorEnvelope, routeTable } from "@school/api/ErrorEnvelope"
 import { HEALTH_ROUTES, HealthRoutes } from "@school/api/Health"
 import { CatalogHandlers } from "@school/api/http/Catalog"
+import { DemoLessonsHandlers } from "@school/api/http/DemoLessons"
+import { EnrollmentsHandlers } from "@school/api/http/Enrollments"
+import { LeadsHandlers } from "@school/api/http/Leads"
 import { PaymentsHandlers } from "@school/api/http/Payments"
 import { StudentsHandlersNoDeps } from "@school/api/http/Students"
+import { IdempotentWriteLive } from "@school/api/Idempotency"
 import { RequestValidationLive } from "@school/api/RequestValidation"
 import { DOCS_PATH, MAX_BODY_BYTES, OPENAPI_PATH } from "@school/api/Server"
 import { PublicApi } from "@school/domain/PublicApi"
@@ -44,8 +48,15 @@ const StudentsFromMemory = Layer.effect(
 ).pipe(Layer.provide(Students.layer))
 
 const PublicRoutes = HttpApiBuilder.layer(PublicApi, { openapiPath: OPENAPI_PATH }).pipe(
-  Layer.provide([StudentsHandlersNoDeps.pipe(Layer.provide(StudentsFromMemory)), PaymentsHandlers, CatalogHandlers]),
-  Layer.provide([AuthenticationLive, RequestValidationLive])
+  Layer.provide([
+    StudentsHandlersNoDeps.pipe(Layer.provide(StudentsFromMemory)),
+    PaymentsHandlers,
+    CatalogHandlers,
+    LeadsHandlers,
+    DemoLessonsHandlers,
+    EnrollmentsHandlers
+  ]),
+  Layer.provide([AuthenticationLive, RequestValidationLive, RequireWriteScopeLive, IdempotentWriteLive])
 )
 
 const allowedMethods = routeTable(PublicApi, [...HEALTH_ROUTES, ["GET", OPENAPI_PATH], ["GET", DOCS_PATH]])

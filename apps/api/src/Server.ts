@@ -3,18 +3,23 @@
  * and reference page, health, and the envelope for everything else.
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import { ByteSize, Layer } from "effect"
+import { ByteSize, type Duration, Layer } from "effect"
 import { HttpIncomingMessage, HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { createServer } from "node:http"
 import { BASE_PATH, PublicApi } from "@school/domain/PublicApi"
+import { IdempotencyConfig, IdempotencyPurge } from "@school/persistence/Idempotency"
 import * as Sql from "@school/persistence/Sql"
-import { AuthenticationLive } from "./Authentication.ts"
+import { AuthenticationLive, RequireWriteScopeLive } from "./Authentication.ts"
 import { ErrorEnvelope, routeTable } from "./ErrorEnvelope.ts"
 import { HEALTH_ROUTES, HealthRoutes } from "./Health.ts"
 import { CatalogHandlers } from "./http/Catalog.ts"
+import { DemoLessonsHandlers } from "./http/DemoLessons.ts"
+import { EnrollmentsHandlers } from "./http/Enrollments.ts"
+import { LeadsHandlers } from "./http/Leads.ts"
 import { PaymentsHandlers } from "./http/Payments.ts"
 import { StudentsHandlers } from "./http/Students.ts"
+import { IdempotentWriteLive } from "./Idempotency.ts"
 import { RequestValidationLive } from "./RequestValidation.ts"
 import { RateLimitOptions } from "./RateLimiter.ts"
 
@@ -24,8 +29,15 @@ export const DOCS_PATH = `${BASE_PATH}/docs`
 export const MAX_BODY_BYTES = 256 * 1024
 
 const PublicRoutes = HttpApiBuilder.layer(PublicApi, { openapiPath: OPENAPI_PATH }).pipe(
-  Layer.provide([StudentsHandlers, PaymentsHandlers, CatalogHandlers]),
-  Layer.provide([AuthenticationLive, RequestValidationLive])
+  Layer.provide([
+    StudentsHandlers,
+    PaymentsHandlers,
+    CatalogHandlers,
+    LeadsHandlers,
+    DemoLessonsHandlers,
+    EnrollmentsHandlers
+  ]),
+  Layer.provide([AuthenticationLive, RequestValidationLive, RequireWriteScopeLive, IdempotentWriteLive])
 )
 
 const allowedMethods = routeTable(PublicApi, [
@@ -51,16 +63,23 @@ export interface ServerOptions {
   readonly maxConnections?: number
   /** RATE_LIMIT_WINDOW (default 60 s; None: off). */
   readonly rateLimitWindow?: RateLimitOptions["window"]
+  /** IDEMPOTENCY_WAIT (default 2 s). */
+  readonly idempotencyWait?: Duration.Duration
 }
 
-/** The whole HTTP server, listening, with its database pool. */
+/** The whole HTTP server, listening, with its database pool and the idempotency purge job. */
 export const ServerLayer = (options: ServerOptions) =>
-  HttpRouter.serve(AppRoutes).pipe(
+  Layer.merge(HttpRouter.serve(AppRoutes), IdempotencyPurge).pipe(
     Layer.provide(NodeHttpServer.layer(createServer, { port: options.port, host: options.host })),
     Layer.provide(
       options.rateLimitWindow === undefined
         ? Layer.empty
         : Layer.succeed(RateLimitOptions, { ...RateLimitOptions.defaultValue(), window: options.rateLimitWindow })
+    ),
+    Layer.provide(
+      options.idempotencyWait === undefined
+        ? Layer.empty
+        : Layer.succeed(IdempotencyConfig, { ...IdempotencyConfig.defaultValue(), wait: options.idempotencyWait })
     ),
     Layer.provide(Sql.layer({
       url: options.databaseUrl,

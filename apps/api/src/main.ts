@@ -22,7 +22,8 @@ const program = Effect.gen(function*() {
     databaseUrl: settings.databaseUrl.value,
     port: settings.port,
     host: settings.host,
-    rateLimitWindow: settings.rateLimitWindow
+    rateLimitWindow: settings.rateLimitWindow,
+    idempotencyWait: settings.idempotencyWait
   }))
 }).pipe(Effect.provide(Settings.layerWithLogging))
 

@@ -4,9 +4,13 @@
  * envelope. The server (apps/api) implements it; tests and integrators derive
  * a typed client from it; OpenAPI is generated from it.
  */
-import { Context, Schema } from "effect"
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
+import { Context, Predicate, Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "effect/http-api"
+import * as DemoLessons from "./DemoLessons.ts"
+import * as Enrollments from "./Enrollments.ts"
 import { Envelopes } from "./Errors.ts"
+import * as Idempotency from "./Idempotency.ts"
+import * as Leads from "./Leads.ts"
 import { IsoDate } from "./LessonWindow.ts"
 import * as Models from "./Models.ts"
 import { Meta, Page, PerPage } from "./Pagination.ts"
@@ -41,6 +45,19 @@ export class RequireWriteScope extends HttpApiMiddleware.Service<RequireWriteSco
   requires: CurrentKey
 }>()("school/domain/PublicApi/RequireWriteScope", {
   error: Envelopes.InsufficientScope
+}) {}
+
+/**
+ * Every write (spec 4.1, 4.3 rules 1-2; DECISIONS "Idempotency"): the
+ * Idempotency-Key header is required (422 missing_idempotency_key) and well
+ * formed (422 validation_failed); a repeat replays the stored response or,
+ * while the first is still running, waits and then answers 409
+ * idempotency_in_progress.
+ */
+export class IdempotentWrite extends HttpApiMiddleware.Service<IdempotentWrite, {
+  requires: CurrentKey
+}>()("school/domain/PublicApi/IdempotentWrite", {
+  error: [Envelopes.MissingIdempotencyKey, Envelopes.ValidationFailed, Envelopes.IdempotencyInProgress]
 }) {}
 
 /** Turns request decoding failures into 422 validation_failed with per-field messages. */
@@ -111,12 +128,86 @@ export class ReferenceGroup extends HttpApiGroup.make("reference").add(
   HttpApiEndpoint.get("levels", "/levels", { query: pagination, success: list(Models.Level) })
 ) {}
 
+/** The headers of every write: the Idempotency-Key (spec 4.1). */
+const writeHeaders = { "idempotency-key": Idempotency.IdempotencyKey }
+
+/** OpenAPI shows the header as the specification spells it, with its rule. */
+const documentIdempotencyKey = (operation: Record<string, unknown>): Record<string, unknown> => ({
+  ...operation,
+  parameters: (Array.isArray(operation["parameters"]) ? operation["parameters"] : []).map((parameter: unknown) =>
+    Predicate.isObject(parameter) && parameter["in"] === "header" && parameter["name"] === "idempotency-key"
+      ? {
+        ...parameter,
+        name: Idempotency.HEADER,
+        description: Idempotency.KEY_DESCRIPTION,
+        schema: { type: "string", minLength: 1, maxLength: Idempotency.MAX_KEY_LENGTH, pattern: "^[\\x20-\\x7E]+$" }
+      }
+      : parameter
+  )
+})
+const created = <S extends Schema.Top>(item: S) => single(item).pipe(HttpApiSchema.status(201))
+
+/*
+ * A write group's middleware is listed innermost first, so a request meets it
+ * in the order ARCHITECTURE gives: authenticate and rate limit (from the API)
+ * → scope → idempotency → validate → the operation.
+ */
+
+export class LeadsGroup extends HttpApiGroup.make("leads")
+  .add(
+    HttpApiEndpoint.post("create", "/leads", {
+      headers: writeHeaders,
+      payload: Leads.CreateLeadRequest,
+      success: created(Leads.Lead),
+      error: Envelopes.FunnelNotFound
+    }).annotate(OpenApi.Summary, "Create a lead (emits lead.created)")
+      .annotate(OpenApi.Transform, documentIdempotencyKey)
+  )
+  .middleware(RequestValidation)
+  .middleware(IdempotentWrite)
+  .middleware(RequireWriteScope)
+{}
+
+export class DemoLessonsGroup extends HttpApiGroup.make("demoLessons")
+  .add(
+    HttpApiEndpoint.post("create", "/demo-lessons", {
+      headers: writeHeaders,
+      payload: DemoLessons.CreateDemoLessonRequest,
+      success: created(DemoLessons.DemoLesson),
+      error: [Envelopes.GroupNotFound, Envelopes.GroupFull]
+    }).annotate(OpenApi.Summary, "Book a demo (trial) lesson for a student or a lead")
+      .annotate(OpenApi.Transform, documentIdempotencyKey)
+  )
+  .middleware(RequestValidation)
+  .middleware(IdempotentWrite)
+  .middleware(RequireWriteScope)
+{}
+
+export class EnrollmentsGroup extends HttpApiGroup.make("enrollments")
+  .add(
+    HttpApiEndpoint.post("create", "/students/:id/groups", {
+      params: { id: PathId },
+      headers: writeHeaders,
+      payload: Enrollments.CreateEnrollmentRequest,
+      success: created(Enrollments.Enrollment),
+      error: [Envelopes.StudentNotFound, Envelopes.GroupNotFound, Envelopes.GroupFull, Envelopes.AlreadyEnrolled]
+    }).annotate(OpenApi.Summary, "Enroll a student into a group (emits group.enrolled)")
+      .annotate(OpenApi.Transform, documentIdempotencyKey)
+  )
+  .middleware(RequestValidation)
+  .middleware(IdempotentWrite)
+  .middleware(RequireWriteScope)
+{}
+
 export class PublicApi extends HttpApi.make("public-v1")
   .add(StudentsGroup)
   .add(PaymentsGroup)
   .add(GroupsGroup)
   .add(LessonsGroup)
   .add(ReferenceGroup)
+  .add(LeadsGroup)
+  .add(DemoLessonsGroup)
+  .add(EnrollmentsGroup)
   .middleware(RequestValidation)
   .middleware(Authentication)
   .prefix(BASE_PATH)

@@ -1,0 +1,134 @@
+/**
+ * The idempotency middleware of every write (spec 4.1, 4.3 rules 1-2, 7.2;
+ * DECISIONS "Idempotency"), between the scope check and validation:
+ *
+ * 1. The Idempotency-Key header: absent is 422 missing_idempotency_key,
+ *    malformed is 422 validation_failed; nothing runs.
+ * 2. The body is read (413 here stores nothing) before the key is claimed,
+ *    so a slow upload holds neither a claim nor a database connection.
+ * 3. The (school, key, method + path) is claimed, or its stored response is
+ *    replayed (`Idempotent-Replayed: true`, byte-identical body), or, while
+ *    the first attempt runs, the request waits up to IDEMPOTENCY_WAIT and
+ *    then gets 409 idempotency_in_progress.
+ * 4. The claim's owner runs validation and the operation in ONE transaction
+ *    that also stores the response, so the business rows, their outbox event
+ *    and the idempotency record commit together. A 4xx the operation or the
+ *    validation produced is stored too (after the rollback, the operation
+ *    having written nothing); a 5xx or a defect releases the claim, so a
+ *    retry runs again.
+ *
+ * The first response is built from the very bytes that are stored, so a
+ * replay is byte-identical to it.
+ */
+import { Cause, Effect, Exit, Layer, Result, Schema } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { SqlClient } from "effect/sql"
+import { Errors, Idempotency } from "@school/domain"
+import { CurrentKey, IdempotentWrite } from "@school/domain/PublicApi"
+import { IdempotencyStore, type KeyScope, type StoredResponse } from "@school/persistence/Idempotency"
+import { JSON_CONTENT_TYPE } from "./ErrorEnvelope.ts"
+
+export const REPLAYED_HEADER = "idempotent-replayed"
+
+/** The operation produced a response that is not ours to store (a plain-text 415, a 5xx): roll back, pass it on. */
+class NotStored extends Schema.TaggedError<NotStored>()("NotStored", { response: Schema.Any }) {}
+/** The claim was taken over while this attempt ran (it ran past the stale limit): roll back. */
+class ClaimLost extends Schema.TaggedError<ClaimLost>()("ClaimLost", {}) {}
+
+const encoder = new TextEncoder()
+
+const storedError = (error: Errors.PublicError): StoredResponse => ({
+  status: Errors.statuses[error._tag],
+  body: encoder.encode(JSON.stringify(Errors.toEnvelope(error)))
+})
+
+/** The response to keep: JSON produced by the operation, below 500. */
+const toStored = (response: HttpServerResponse.HttpServerResponse): StoredResponse | undefined =>
+  response.status < 500 && response.body._tag === "Uint8Array" &&
+    response.body.contentType.startsWith("application/json")
+    ? { status: response.status, body: response.body.body }
+    : undefined
+
+const respond = (stored: StoredResponse, replayed: boolean) =>
+  HttpServerResponse.uint8Array(stored.body, {
+    status: stored.status,
+    contentType: JSON_CONTENT_TYPE,
+    ...(replayed ? { headers: { [REPLAYED_HEADER]: "true" } } : {})
+  })
+
+const inProgress = () =>
+  new Errors.IdempotencyInProgress({
+    message: "A request with this Idempotency-Key is still being processed. Repeat it a little later."
+  })
+
+const pathOf = (url: string): string => {
+  const query = url.indexOf("?")
+  return query === -1 ? url : url.slice(0, query)
+}
+
+export const IdempotentWriteLive = Layer.effect(
+  IdempotentWrite,
+  Effect.gen(function*() {
+    const store = yield* IdempotencyStore
+    const sql = yield* SqlClient.SqlClient
+
+    /** Runs the operation as the claim's owner and records its outcome. */
+    const run = <E, R>(
+      scope: KeyScope,
+      token: string,
+      httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+    ) =>
+      Effect.gen(function*() {
+        const exit = yield* Effect.exit(sql.withTransaction(Effect.gen(function*() {
+          const response = yield* httpEffect
+          const stored = toStored(response)
+          if (stored === undefined) return yield* new NotStored({ response })
+          if (!(yield* store.complete(scope, token, stored))) return yield* new ClaimLost()
+          return stored
+        })))
+        if (Exit.isSuccess(exit)) return respond(exit.value, false)
+        const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+        const error: unknown = failure === undefined ? undefined : failure.error
+        if (error instanceof ClaimLost) return yield* inProgress()
+        if (Errors.isPublicError(error) && Errors.statuses[error._tag] < 500) {
+          // The operation's own 4xx (validation_failed, group_full, …): stored like a success.
+          const stored = storedError(error)
+          return (yield* store.complete(scope, token, stored)) ? respond(stored, false) : yield* inProgress()
+        }
+        // Anything else is not the operation's answer: give the key up, so a retry runs again.
+        yield* store.release(scope, token)
+        if (error instanceof NotStored && HttpServerResponse.isHttpServerResponse(error.response)) {
+          return error.response
+        }
+        // A defect, a failed BEGIN/COMMIT or an undeclared error: 500 (ErrorEnvelope logs it).
+        return yield* Effect.die(failure === undefined ? Cause.squash(exit.cause) : error)
+      })
+
+    return IdempotentWrite.of((httpEffect) =>
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const { schoolId } = yield* CurrentKey
+        const key = Idempotency.validateKey(request.headers["idempotency-key"])
+        if (Result.isFailure(key)) return yield* key.failure
+        yield* Effect.orDie(request.arrayBuffer)
+        const scope: KeyScope = {
+          schoolId,
+          key: key.success,
+          operation: Idempotency.operationOf(request.method, pathOf(request.url))
+        }
+        // From the claim on, the outcome is recorded even if the client goes away.
+        return yield* Effect.uninterruptible(Effect.gen(function*() {
+          const acquired = yield* store.acquire(scope)
+          switch (acquired._tag) {
+            case "Replay":
+              return respond(acquired.response, true)
+            case "InProgress":
+              return yield* inProgress()
+            case "Claimed":
+              return yield* run(scope, acquired.token, httpEffect)
+          }
+        }))
+      })
+    )
+  })
+).pipe(Layer.provide(IdempotencyStore.layer))
