@@ -31,7 +31,8 @@ const settingNames = [
   "WEBHOOK_RETRY_DELAYS",
   "WEBHOOK_TIMEOUT",
   "WEBHOOK_ALLOW_INSECURE_URLS",
-  "DISPATCHER_CONCURRENCY"
+  "DISPATCHER_CONCURRENCY",
+  "RATE_LIMIT_WINDOW"
 ]
 
 const environment = (env: Readonly<Record<string, string>>): NodeJS.ProcessEnv => {
