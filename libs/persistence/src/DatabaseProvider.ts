@@ -81,6 +81,31 @@ export const freePort: Effect.Effect<number, DatabaseStartError> = Effect.callba
   }
 )
 
+/**
+ * A detached process that stops the server (fast shutdown, then SIGKILL)
+ * once `parentPid` is gone, however it went. It exits with the server.
+ */
+const WATCHDOG = `
+const [parent, server] = process.argv.slice(1).map(Number)
+const alive = (pid) => { try { process.kill(pid, 0); return true } catch { return false } }
+let stopping = 0
+setInterval(() => {
+  if (!alive(server)) process.exit(0)
+  if (alive(parent)) return
+  stopping += 1
+  try { process.kill(server, stopping > 20 ? "SIGKILL" : "SIGINT") } catch {}
+}, 500)
+`
+
+const startWatchdog = (parentPid: number, serverPid: number) => {
+  const watchdog = spawn(process.execPath, ["-e", WATCHDOG, String(parentPid), String(serverPid)], {
+    detached: true,
+    stdio: "ignore"
+  })
+  watchdog.unref()
+  return watchdog
+}
+
 // The package installs exit/signal hooks on import that call process.exit()
 // themselves; they would override the exit codes and the shutdown order the
 // entrypoints own. Its module is loaded once, here, and those hooks removed.
@@ -307,12 +332,17 @@ const startServer = (options: {
         ))
       )
     })
-    // Safety net: if this process exits without closing the scope, the server goes too.
+    // Safety nets: if this process exits without closing the scope, the server goes too;
+    // if it is killed outright (SIGKILL, a test runner's timeout), a watchdog stops it.
     const onExit = () => {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGINT")
     }
     process.on("exit", onExit)
-    const release = Effect.sync(() => process.removeListener("exit", onExit)).pipe(Effect.andThen(stopServer(child)))
+    const watchdog = child.pid === undefined ? undefined : startWatchdog(process.pid, child.pid)
+    const release = Effect.sync(() => {
+      process.removeListener("exit", onExit)
+      watchdog?.kill()
+    }).pipe(Effect.andThen(stopServer(child)))
     yield* ready.pipe(
       Effect.timeoutOrElse({
         duration: START_TIMEOUT,
