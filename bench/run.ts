@@ -21,7 +21,7 @@ import * as Database from "./lib/Database.ts"
 import * as Datasets from "./lib/Datasets.ts"
 import { runScenario, type ScenarioResult } from "./lib/Harness.ts"
 import * as Machine from "./lib/Machine.ts"
-import { API_MAIN, REPO_ROOT, RESULTS_DIR } from "./lib/Paths.ts"
+import { API_MAIN, PACKAGE_JSON, REPO_ROOT, RESULTS_DIR } from "./lib/Paths.ts"
 import * as Processes from "./lib/Processes.ts"
 import * as Report from "./lib/Report.ts"
 import type { DatasetName, RunSettings, ScenarioContext, Starters, Target } from "./lib/Scenario.ts"
@@ -36,7 +36,7 @@ const USAGE = `usage: npm run bench [-- [--quick] [scenario …]]
 const settingsFor = (quick: boolean): RunSettings =>
   quick
     ? { quick, connections: 32, warmupSeconds: 1, roundSeconds: 1, rounds: 3, largeStudents: 100_000 }
-    : { quick, connections: 32, warmupSeconds: 2, roundSeconds: 3, rounds: 3, largeStudents: 1_000_000 }
+    : { quick, connections: 32, warmupSeconds: 2, roundSeconds: 2.5, rounds: 3, largeStudents: 1_000_000 }
 
 const say = (line: string) => Effect.sync(() => process.stderr.write(`${line}\n`))
 
@@ -48,6 +48,16 @@ const commit = (): string => {
   } catch {
     return "unknown"
   }
+}
+
+/**
+ * The Node flags `npm run start:api` gives the API (`node <flags> apps/api/src/main.ts`),
+ * so the bench runs the API the way it is deployed.
+ */
+const apiNodeFlags = (): ReadonlyArray<string> => {
+  const scripts: Record<string, string> = JSON.parse(Fs.readFileSync(PACKAGE_JSON, "utf8")).scripts ?? {}
+  const match = /^node\s+(.*?)\s*apps\/api\/src\/main\.ts$/.exec(scripts["start:api"]?.trim() ?? "")
+  return match?.[1] === undefined || match[1] === "" ? [] : match[1].split(/\s+/)
 }
 
 const program = Effect.gen(function*() {
@@ -68,6 +78,7 @@ const program = Effect.gen(function*() {
   const settings = settingsFor(quick)
   const started = Date.now()
   const startedAt = new Date(started).toISOString()
+  const loadAtStart = Os.loadavg()[0] ?? 0
 
   const machine = Machine.describeMachine()
   const placement = Machine.place(machine.cpus)
@@ -103,18 +114,21 @@ const program = Effect.gen(function*() {
 
   const startersFor = (scenarioId: string): Starters => {
     const common = { placement, logDir }
-    const server: Starters["server"] = (name, script, options) =>
+    const serverWith = (nodeFlags: ReadonlyArray<string>): Starters["server"] => (name, script, options) =>
       Effect.flatMap(port, (p) =>
         Processes.startServer({
           ...common,
           name: `${scenarioId}-${name}`,
           script,
+          nodeFlags,
           port: p,
           readyPath: options?.readyPath ?? "/",
           env: { DATABASE_URL: db.url, ...options?.env }
         }))
+    const server = serverWith([])
     return {
-      api: (env) => server("api", API_MAIN, { readyPath: "/health/live", ...(env === undefined ? {} : { env }) }),
+      api: (env) =>
+        serverWith(apiNodeFlags())("api", API_MAIN, { readyPath: "/health/live", ...(env === undefined ? {} : { env }) }),
       server,
       loop: (name, script, env) =>
         Effect.map(
@@ -154,13 +168,17 @@ const program = Effect.gen(function*() {
   }
 
   const warnings = results.flatMap((result) => result.warnings.map((w) => `${result.id}: ${w}`))
-  // The sql-only anchor must issue what one API request issues.
+  // The sql-only anchor must issue the statements one API request issues.
   for (const result of results) {
-    const api = result.targets.find((t) => t.id === "api")?.figures.roundTrips
-    const loop = result.targets.find((t) => t.id === "sql-only")?.figures.roundTrips
-    if (api !== undefined && loop !== undefined && Math.abs(api - loop) > 0.05) {
+    const api = result.targets.find((t) => t.id === "api")
+    const loop = result.targets.find((t) => t.id === "sql-only")
+    if (api === undefined || loop === undefined || !db.statementsTracked) continue
+    const queries = (statements: typeof api.statements) => new Set(statements.map((s) => s.query))
+    const [fromApi, fromLoop] = [queries(api.statements), queries(loop.statements)]
+    const differ = [...fromApi].some((q) => !fromLoop.has(q)) || [...fromLoop].some((q) => !fromApi.has(q))
+    if (differ || Math.abs((api.figures.roundTrips ?? 0) - (loop.figures.roundTrips ?? 0)) > 0.05) {
       warnings.push(
-        `${result.id}: the API runs ${api} statements per request but sql-only ${loop}: bring bench/anchors/sql-only.ts in step`
+        `${result.id}: sql-only does not issue the API's statements (API ${api.figures.roundTrips} per request, loop ${loop.figures.roundTrips}): bring bench/anchors/sql-only.ts in step`
       )
     }
   }
@@ -174,6 +192,7 @@ const program = Effect.gen(function*() {
     command: `npm run bench${args.length > 0 ? ` -- ${args.join(" ")}` : ""}`,
     commit: commit(),
     machine,
+    loadAverage: { start: loadAtStart, end: Os.loadavg()[0] ?? 0 },
     placement,
     settings,
     database: {

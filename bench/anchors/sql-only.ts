@@ -1,9 +1,10 @@
 /**
  * The `sql-only` anchor (issue 3): the statements one GET /students executes
- * (the key lookup by prefix, then the page with its total), issued through
- * the same repositories, driver and pool size as the API, from a bare loop
- * with the same concurrency as the load generator's connections, no HTTP.
- * What the database allows this workload on this machine.
+ * (the rate limiter's statement, which looks the key up by prefix and counts
+ * the request, then the page with its total), issued through the same
+ * repositories, driver and pool size as the API, from a bare loop with the
+ * same concurrency as the load generator's connections, no HTTP. What the
+ * database allows this workload on this machine.
  *
  * Keep it in step with the request path: when the API's authentication or
  * rate limit changes its statements, change them here (the harness warns
@@ -14,10 +15,10 @@
  * seconds run out first) and answers `{ done }`. Env: DATABASE_URL, BENCH_KEYS_FILE (JSON array of keys),
  * BENCH_CONCURRENCY.
  */
-import { Effect, Layer, ManagedRuntime, Option } from "effect"
+import { Duration, Effect, Layer, ManagedRuntime, Option } from "effect"
 import { readFileSync } from "node:fs"
 import { ApiKey } from "@school/domain"
-import { ApiKeys } from "@school/persistence/ApiKeys"
+import { RateLimits } from "@school/persistence/RateLimits"
 import * as Sql from "@school/persistence/Sql"
 import { Students } from "@school/persistence/Students"
 import { LatencyRecorder, type RoundFigures } from "../lib/Stats.ts"
@@ -26,22 +27,25 @@ const keys: ReadonlyArray<string> = JSON.parse(readFileSync(process.env["BENCH_K
 const concurrency = Number(process.env["BENCH_CONCURRENCY"] ?? 32)
 
 const runtime = ManagedRuntime.make(
-  Layer.mergeAll(ApiKeys.layer, Students.layer).pipe(
+  Layer.mergeAll(RateLimits.layer, Students.layer).pipe(
     Layer.provide(Sql.layer({ url: process.env["DATABASE_URL"] ?? "", applicationName: "school-bench-sql-only" }))
   )
 )
 
+/** The API's default window (RATE_LIMIT_WINDOW). */
+const limit = { window: Duration.minutes(1) }
+
 /** One GET /students worth of statements. */
 const makeRequest = Effect.gen(function*() {
-  const apiKeys = yield* ApiKeys
+  const rateLimits = yield* RateLimits
   const students = yield* Students
   return (key: string) =>
     Effect.gen(function*() {
       const parsed = ApiKey.parseApiKey(key)
       if (Option.isNone(parsed)) return false
-      const found = yield* apiKeys.findByPrefix(parsed.value.prefix)
-      if (Option.isNone(found)) return false
-      yield* students.list(found.value.school_id, { page: { page: 1, perPage: 20 } })
+      const admitted = yield* rateLimits.admit(parsed.value.prefix, ApiKey.hashSecret(parsed.value.secret), limit)
+      if (Option.isNone(admitted) || admitted.value.outcome._tag !== "Accepted") return false
+      yield* students.list(admitted.value.key.school_id, { page: { page: 1, perPage: 20 } })
       return true
     })
 })
@@ -91,7 +95,7 @@ const counted = (n: number, seconds: number) =>
 type Message = { readonly seconds: number; readonly requests?: number }
 
 process.on("message", (message: Message) => {
-  const work: Effect.Effect<object, never, ApiKeys | Students> = message.requests === undefined
+  const work: Effect.Effect<object, never, RateLimits | Students> = message.requests === undefined
     ? round(message.seconds)
     : counted(message.requests, message.seconds)
   runtime.runPromise(work).then(

@@ -8,9 +8,10 @@
  * sends is one `calls` increment, updated in shared memory as the statement
  * ends (unlike pg_stat_database, which backends flush lazily). The embedded
  * server is therefore started twice: once to initialise the cluster and set
- * `shared_preload_libraries`, then again with the extension loaded. On a
- * `DATABASE_URL` server without the extension, round trips are reported as
- * unknown.
+ * `shared_preload_libraries` (and `shared_buffers`: the default 128 MB cannot
+ * hold the 1M-student table with its indexes, which a server sized for that
+ * school would), then again with both. On a `DATABASE_URL` server without the
+ * extension, round trips are reported as unknown.
  */
 import { Context, Effect, Layer, Option, Scope } from "effect"
 import { SqlClient } from "effect/sql"
@@ -20,6 +21,7 @@ import * as Path from "node:path"
 import * as DatabaseProvider from "@school/persistence/DatabaseProvider"
 import { runMigrations } from "@school/persistence/Migrations"
 import * as Sql from "@school/persistence/Sql"
+import * as Cpu from "./Cpu.ts"
 import { benchError, type BenchError } from "./Processes.ts"
 
 export interface BenchDatabase {
@@ -33,6 +35,8 @@ export interface BenchDatabase {
   readonly sql: SqlClient.SqlClient
   /** Whether `pg_stat_statements` counts the bench database's statements. */
   readonly statementsTracked: boolean
+  /** The server's postmaster on this machine (embedded only), for its CPU time. */
+  readonly postmasterPid: number | undefined
 }
 
 /** One statement's counters, summed over the bench database. */
@@ -79,7 +83,8 @@ const embeddedWithStatements = (verbose: boolean): Effect.Effect<string, BenchEr
       const scope = yield* Scope.Scope
       const admin = yield* connect(first.url, "school-bench-setup", 1).pipe(Scope.provide(scope))
       yield* admin.unsafe(`ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'`).pipe(
-        Effect.mapError((error) => benchError(`cannot configure pg_stat_statements: ${describe(error)}`))
+        Effect.andThen(admin.unsafe(`ALTER SYSTEM SET shared_buffers = '512MB'`)),
+        Effect.mapError((error) => benchError(`cannot configure the embedded server: ${describe(error)}`))
       )
     }))
     const server = yield* DatabaseProvider.embedded(options).pipe(Effect.mapError(fail))
@@ -118,7 +123,13 @@ export const open = (options: { readonly databaseUrl: Option.Option<string>; rea
       Effect.as(true),
       Effect.orElseSucceed(() => false)
     )
-    return { url, name, origin, admin, sql, statementsTracked } satisfies BenchDatabase
+    const postmasterPid = origin === "embedded"
+      ? yield* admin<{ pid: number }>`SELECT pg_backend_pid() AS pid`.pipe(
+        Effect.map((rows) => rows[0] === undefined ? undefined : Cpu.parentOf(rows[0].pid)),
+        Effect.orElseSucceed(() => undefined)
+      )
+      : undefined
+    return { url, name, origin, admin, sql, statementsTracked, postmasterPid } satisfies BenchDatabase
   })
 
 /** The bench database's statement counters now (empty when not tracked). */

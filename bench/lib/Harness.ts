@@ -10,6 +10,7 @@
  * scenario started is stopped when it ends.
  */
 import { Effect } from "effect"
+import * as Cpu from "./Cpu.ts"
 import * as Database from "./Database.ts"
 import { benchError, type BenchError, peakRssMiB } from "./Processes.ts"
 import type { Figures, GoalResult, Scenario, ScenarioContext, Target } from "./Scenario.ts"
@@ -19,6 +20,19 @@ import { median, round, type RoundFigures } from "./Stats.ts"
 const COUNTED_REQUESTS = 100
 /** … this many seconds. */
 const COUNTED_SECONDS = 3
+
+/** A round, and the CPU each side used during it (% of one core). */
+export interface MeasuredRound extends RoundFigures {
+  readonly cpu: CpuShares
+}
+
+export interface CpuShares {
+  /** The process under test. */
+  readonly server: number | undefined
+  readonly postgres: number | undefined
+  /** The harness with its in-process load generator. */
+  readonly load: number
+}
 
 export interface StatementShare {
   readonly query: string
@@ -32,7 +46,9 @@ export interface TargetResult {
   /** The real API process (its peak RSS counts for the memory goal). */
   readonly api: boolean
   readonly figures: Figures
-  readonly rounds: ReadonlyArray<RoundFigures>
+  /** Medians of the rounds' CPU shares. */
+  readonly cpu: CpuShares
+  readonly rounds: ReadonlyArray<MeasuredRound>
   /** What the database ran for this target in the counting pass, per request. */
   readonly statements: ReadonlyArray<StatementShare>
 }
@@ -94,10 +110,12 @@ const preflight = (scenario: Scenario, targets: ReadonlyArray<Target>) =>
     }
   })
 
-const roundLine = (target: Target, figures: RoundFigures) =>
+const percent = (value: number | undefined) => value === undefined ? "?" : value.toFixed(0)
+
+const roundLine = (target: Target, figures: MeasuredRound) =>
   `    ${target.label.padEnd(30)} ${figures.rps.toFixed(0).padStart(7)} req/s  p50 ${figures.p50.toFixed(2)} ms  p99 ${
     figures.p99.toFixed(2)
-  } ms${
+  } ms  CPU% server ${percent(figures.cpu.server)} pg ${percent(figures.cpu.postgres)} load ${percent(figures.cpu.load)}${
     figures.non2xx + figures.errors > 0 ? `  NON-2XX ${figures.non2xx} ERRORS ${figures.errors}` : ""
   }`
 
@@ -114,14 +132,31 @@ export const runScenario = (
     yield* say(`  warm-up ${settings.warmupSeconds}s each`)
     for (const target of targets) yield* target.round(settings.warmupSeconds)
 
-    const rounds = new Map<string, Array<RoundFigures>>(targets.map((target) => [target.id, []]))
+    const rounds = new Map<string, Array<MeasuredRound>>(targets.map((target) => [target.id, []]))
+    const cpuNow = (target: Target) => ({
+      server: target.process === undefined ? undefined : Cpu.processSeconds(target.process.pid),
+      postgres: db.postmasterPid === undefined ? undefined : Cpu.serverTreeSeconds(db.postmasterPid),
+      load: Cpu.selfSeconds()
+    })
+    const share = (before: number | undefined, after: number | undefined, seconds: number) =>
+      before === undefined || after === undefined ? undefined : round(Math.max(0, after - before) / seconds * 100, 0)
     for (let r = 1; r <= settings.rounds; r++) {
       yield* say(`  round ${r}/${settings.rounds}`)
       for (const target of targets) {
         yield* Database.quiesce(db)
+        const before = cpuNow(target)
         const figures = yield* target.round(settings.roundSeconds)
-        rounds.get(target.id)?.push(figures)
-        yield* say(roundLine(target, figures))
+        const after = cpuNow(target)
+        const measured: MeasuredRound = {
+          ...figures,
+          cpu: {
+            server: share(before.server, after.server, figures.seconds),
+            postgres: share(before.postgres, after.postgres, figures.seconds),
+            load: share(before.load, after.load, figures.seconds) ?? 0
+          }
+        }
+        rounds.get(target.id)?.push(measured)
+        yield* say(roundLine(target, measured))
       }
     }
 
@@ -147,6 +182,13 @@ export const runScenario = (
         warnings.push(`${target.label}: ${non2xx} non-2xx responses and ${errors} errors (${JSON.stringify(statuses)})`)
       }
       const { requests, ran } = counted.get(target.id) ?? { requests: 0, ran: [] }
+      const medianOf = (pick: (cpu: CpuShares) => number | undefined) => {
+        const values = measured.flatMap((r) => {
+          const value = pick(r.cpu)
+          return value === undefined ? [] : [value]
+        })
+        return values.length === 0 ? undefined : median(values)
+      }
       const calls = ran.reduce((sum, statement) => sum + statement.calls, 0)
       return {
         id: target.id,
@@ -161,6 +203,11 @@ export const runScenario = (
           readyRssMiB: target.process?.readyRssMiB,
           non2xx,
           errors
+        },
+        cpu: {
+          server: medianOf((cpu) => cpu.server),
+          postgres: medianOf((cpu) => cpu.postgres),
+          load: medianOf((cpu) => cpu.load) ?? 0
         },
         rounds: measured,
         statements: ran.slice(0, 8).map((statement) => ({

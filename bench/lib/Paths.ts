@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url"
 const at = (relative: string) => fileURLToPath(new URL(relative, import.meta.url))
 
 export const REPO_ROOT = at("../../")
+export const PACKAGE_JSON = at("../../package.json")
 export const API_MAIN = at("../../apps/api/src/main.ts")
 export const PEER = at("../peer/server.ts")
 export const SQL_ONLY = at("../anchors/sql-only.ts")

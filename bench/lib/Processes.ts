@@ -64,8 +64,10 @@ export const logTail = (file: string, lines = 20): string => {
 
 export interface StartOptions {
   readonly name: string
-  /** A TypeScript or JavaScript file run by this same Node binary. */
+  /** A TypeScript or JavaScript file run by this same Node binary… */
   readonly script: string
+  /** … with these flags. */
+  readonly nodeFlags?: ReadonlyArray<string>
   readonly env: Record<string, string>
   readonly placement: Placement
   readonly logDir: string
@@ -81,7 +83,11 @@ export const start = (options: StartOptions): Effect.Effect<Started, BenchError,
         Fs.mkdirSync(options.logDir, { recursive: true })
         const logFile = Path.join(options.logDir, `${options.name}.log`)
         const fd = Fs.openSync(logFile, "w")
-        const { command, args } = onServerCore(options.placement, [process.execPath, options.script])
+        const { command, args } = onServerCore(options.placement, [
+          process.execPath,
+          ...(options.nodeFlags ?? []),
+          options.script
+        ])
         try {
           const child = spawn(command, args, {
             stdio: options.ipc === true ? ["ignore", fd, fd, "ipc"] : ["ignore", fd, fd],

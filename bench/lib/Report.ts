@@ -14,6 +14,8 @@ export interface RunReport {
   readonly command: string
   readonly commit: string
   readonly machine: MachineInfo
+  /** 1-minute load average when the run started and when it ended: other work on the machine shows here. */
+  readonly loadAverage: { readonly start: number; readonly end: number }
   readonly placement: Placement
   readonly settings: RunSettings
   readonly database: {
@@ -62,12 +64,15 @@ export const markdown = (report: RunReport): string => {
   lines.push(
     `Machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}, ${machine.kernel}. ` +
       `${report.placement.note}. PostgreSQL ${report.database.origin}. ` +
+      `Load average (1 min) ${report.loadAverage.start.toFixed(1)} at start, ${report.loadAverage.end.toFixed(1)} at end. ` +
       `${settings.connections} connections, no pipelining; warm-up ${settings.warmupSeconds} s, then ${settings.rounds} interleaved rounds × ${settings.roundSeconds} s per target; medians. ` +
       `Commit ${report.commit}, ${report.startedAt}, ${Math.round(report.seconds)} s${settings.quick ? " (QUICK smoke run, not for comparison)" : ""}.`
   )
   lines.push("")
-  lines.push("| scenario | target | req/s | p50 ms | p99 ms | DB round trips / req | peak RSS MiB | throughput vs anchor |")
-  lines.push("|---|---|---:|---:|---:|---:|---:|---|")
+  lines.push(
+    "| scenario | target | req/s | p50 ms | p99 ms | DB round trips / req | peak RSS MiB | CPU % target · PG · load gen | throughput vs anchor |"
+  )
+  lines.push("|---|---|---:|---:|---:|---:|---:|---|---|")
   for (const result of Object.values(report.scenarios)) {
     result.targets.forEach((target, i) => {
       const versus = result.ratios
@@ -75,10 +80,11 @@ export const markdown = (report: RunReport): string => {
         .map((r) => `${cell(r.throughput)}x ${result.targets.find((t) => t.id === r.anchor)?.label ?? r.anchor}`)
         .join(", ")
       const f = target.figures
+      const cpu = [target.cpu.server, target.cpu.postgres, target.cpu.load].map((v) => cell(v, 0)).join(" · ")
       lines.push(
         `| ${i === 0 ? result.title : ""} | ${target.label} | ${cell(f.rps, 0)} | ${cell(f.p50)} | ${cell(f.p99)} | ${
           cell(f.roundTrips)
-        } | ${cell(f.peakRssMiB, 0)} | ${versus} |`
+        } | ${cell(f.peakRssMiB, 0)} | ${cpu} | ${versus} |`
       )
     })
   }

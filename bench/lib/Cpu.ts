@@ -1,0 +1,55 @@
+/**
+ * CPU time of the processes in a measurement, from /proc (Linux), so a
+ * round can say which side was the bottleneck: the process under test (one
+ * core at most), PostgreSQL (every backend of the server), or the load
+ * generator (this process).
+ */
+import { execFileSync } from "node:child_process"
+import * as Fs from "node:fs"
+
+const ticksPerSecond = (() => {
+  try {
+    return Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100
+  } catch {
+    return 100
+  }
+})()
+
+/** `[ppid, utime + stime in seconds]` of a process, or undefined when it is gone or /proc is absent. */
+const stat = (pid: number): readonly [number, number] | undefined => {
+  try {
+    const text = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    // The command name may hold spaces and parentheses: fields start after the last ')'.
+    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ")
+    const ppid = Number(fields[1])
+    const seconds = (Number(fields[11]) + Number(fields[12])) / ticksPerSecond
+    return [ppid, seconds]
+  } catch {
+    return undefined
+  }
+}
+
+/** CPU seconds a process has used so far. */
+export const processSeconds = (pid: number): number | undefined => stat(pid)?.[1]
+
+/** CPU seconds the PostgreSQL server (postmaster and its children alive now) has used so far. */
+export const serverTreeSeconds = (postmaster: number): number | undefined => {
+  const own = stat(postmaster)
+  if (own === undefined) return undefined
+  let total = own[1]
+  for (const entry of Fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    const child = stat(Number(entry))
+    if (child !== undefined && child[0] === postmaster) total += child[1]
+  }
+  return total
+}
+
+/** CPU seconds this process (the harness and its in-process load generator) has used so far. */
+export const selfSeconds = (): number => {
+  const usage = process.cpuUsage()
+  return (usage.user + usage.system) / 1e6
+}
+
+/** Parent pid of a process (the postmaster of a backend), or undefined. */
+export const parentOf = (pid: number): number | undefined => stat(pid)?.[0]
