@@ -8,8 +8,9 @@
  *    login are printed with a first curl; otherwise how to get keys;
  * 4. the API and the dispatcher as two child processes (their output
  *    forwarded), until Ctrl-C / SIGTERM: both are stopped, then the embedded
- *    PostgreSQL, and the exit code is 0. A child that dies on its own stops
- *    everything with a non-zero exit code.
+ *    PostgreSQL, and the exit code is 0 (also when the process that started
+ *    us goes away). A child that dies on its own stops everything with a
+ *    non-zero exit code.
  */
 import * as DatabaseProvider from "@school/persistence/DatabaseProvider"
 import { seedDemo } from "@school/persistence/DemoSeed"
@@ -209,6 +210,17 @@ const listening = (host: string, port: number) =>
     })
   }).pipe(Effect.retry(Schedule.spaced("100 millis")), Effect.orDie)
 
+/**
+ * Completes when the process that started us is gone. `npm start` runs us
+ * under `sh -c`; a SIGTERM to npm kills that shell, not us, and we are
+ * re-parented: that is a stop request too.
+ */
+const parentGone = Effect.gen(function*() {
+  const parent = process.ppid
+  while (process.ppid === parent) yield* Effect.sleep("500 millis")
+  yield* Effect.logInfo("the process that started npm start is gone: stopping")
+})
+
 // ---------------------------------------------------------------------------
 
 const program = Effect.gen(function*() {
@@ -236,7 +248,8 @@ const program = Effect.gen(function*() {
   yield* Effect.sync(() =>
     process.stdout.write(banner({ baseUrl, localUrl, database: describeDatabase(database), prepared }))
   )
-  return yield* anyExited
+  // Runs until a signal interrupts it, a child dies, or our parent goes.
+  yield* Effect.raceFirst(anyExited, parentGone)
 }).pipe(
   Effect.scoped,
   Effect.tapErrorTag("ChildExited", (error) => Effect.sync(() => process.stderr.write(`error: ${error.message}\n`))),
