@@ -88,6 +88,10 @@ export class IdempotencyStore extends Context.Service<IdempotencyStore, {
       const retentionSeconds = config.policy.retentionMs / 1000
 
       // One round trip: insert the claim, or read the record it collided with.
+      // The claim commits asynchronously (no WAL flush of its own): losing it
+      // in a database crash only frees the key, and the operation's own
+      // commit, which is synchronous, flushes it anyway. A fresh write then
+      // waits for one flush, not two.
       const claim = (scope: KeyScope, token: string) =>
         sql<ClaimRow>`
           WITH claimed AS (
@@ -99,7 +103,8 @@ export class IdempotencyStore extends Context.Service<IdempotencyStore, {
           SELECT EXISTS (SELECT 1 FROM claimed) AS claimed,
                  k.token::text AS token, k.completed_at IS NOT NULL AS completed,
                  k.status_code::int AS status_code, k.response_body,
-                 (extract(epoch FROM now() - k.claimed_at) * 1000)::float8 AS age_ms
+                 (extract(epoch FROM now() - k.claimed_at) * 1000)::float8 AS age_ms,
+                 set_config('synchronous_commit', 'off', true) AS async_commit
           FROM (VALUES (1)) AS one (x)
           LEFT JOIN idempotency_keys k
             ON k.school_id = ${scope.schoolId} AND k.key = ${scope.key} AND k.operation = ${scope.operation}`.pipe(
