@@ -15,6 +15,27 @@ export interface HttpLoad {
   readonly paths: ReadonlyArray<string>
   /** Whole API keys sent as `Authorization: Bearer …`, taken in turn; none: no header. */
   readonly keys: ReadonlyArray<string>
+  /** Default GET. */
+  readonly method?: "GET" | "POST" | undefined
+  /** A JSON body sent with every request (as `application/json`). */
+  readonly body?: string | undefined
+  /** More headers for the i-th request of a round (e.g. a fresh `Idempotency-Key`). */
+  readonly headers?: ((i: number) => Record<string, string>) | undefined
+}
+
+/** The method, headers and body of the i-th request of `load` (the path and key are taken in turn). */
+export const requestOf = (load: HttpLoad, i: number) => {
+  const key = load.keys.length === 0 ? undefined : load.keys[i % load.keys.length]
+  return {
+    method: load.method ?? "GET",
+    path: load.paths[i % load.paths.length] ?? "/",
+    headers: {
+      ...(key === undefined ? {} : { authorization: `Bearer ${key}` }),
+      ...(load.body === undefined ? {} : { "content-type": "application/json" }),
+      ...load.headers?.(i)
+    },
+    ...(load.body === undefined ? {} : { body: load.body })
+  }
 }
 
 export interface LoadOptions {
@@ -29,24 +50,15 @@ export const runHttp = (load: HttpLoad, options: LoadOptions): Effect.Effect<Rou
     const statuses: Record<string, number> = {}
     let non2xx = 0
     let next = 0
-    const { paths, keys } = load
     const instance = autocannon({
       url: load.baseUrl,
       connections: options.connections,
       pipelining: 1,
       duration: options.seconds,
       requests: [{
-        method: "GET",
-        path: paths[0] ?? "/",
-        setupRequest: (request) => {
-          const i = next++
-          const key = keys.length === 0 ? undefined : keys[i % keys.length]
-          return {
-            ...request,
-            path: paths[i % paths.length] ?? "/",
-            headers: key === undefined ? {} : { authorization: `Bearer ${key}` }
-          }
-        }
+        method: load.method ?? "GET",
+        path: load.paths[0] ?? "/",
+        setupRequest: (request) => ({ ...request, ...requestOf(load, next++) })
       }]
     }, (error, result) => {
       if (error !== null && error !== undefined) {

@@ -9,7 +9,7 @@
 import { Effect, type Scope } from "effect"
 import type { BenchDatabase } from "./Database.ts"
 import type { Dataset } from "./Datasets.ts"
-import { type HttpLoad, runHttp } from "./Load.ts"
+import { type HttpLoad, requestOf, runHttp } from "./Load.ts"
 import type { Placement } from "./Machine.ts"
 import { benchError, type BenchError, type Server } from "./Processes.ts"
 import type { RoundFigures } from "./Stats.ts"
@@ -128,10 +128,8 @@ export const httpTarget = (options: {
   const get = (i: number) =>
     Effect.tryPromise({
       try: async () => {
-        const key = load.keys.length === 0 ? undefined : load.keys[i % load.keys.length]
-        const response = await fetch(load.baseUrl + (load.paths[i % load.paths.length] ?? "/"), {
-          headers: key === undefined ? {} : { authorization: `Bearer ${key}` }
-        })
+        const { path, ...init } = requestOf(load, i)
+        const response = await fetch(load.baseUrl + path, init)
         return { status: response.status, body: await response.text() }
       },
       catch: (error) => benchError(`${options.label} did not answer: ${String(error)}`)

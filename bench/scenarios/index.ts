@@ -8,5 +8,6 @@ import { middleware } from "./middleware.ts"
 import { scale } from "./scale.ts"
 import { studentCard } from "./student-card.ts"
 import { studentsList } from "./students-list.ts"
+import { leadWrites } from "./writes.ts"
 
-export const scenarios: ReadonlyArray<Scenario> = [studentsList, middleware, studentCard, scale]
+export const scenarios: ReadonlyArray<Scenario> = [studentsList, middleware, studentCard, scale, leadWrites]
