@@ -104,7 +104,8 @@ layer(TestDatabase.layer, { excludeTestServices: true })("processes against a da
         entryPoints.dispatcher,
         { DATABASE_URL: database.url, LOG_FORMAT: "json" },
         "dispatcher ready",
-        "SIGTERM"
+        "SIGTERM",
+        () => Effect.void
       )
       assert.isTrue(result.becameReady, result.stderr)
       assert.strictEqual(result.code, 0, result.stderr)
@@ -113,7 +114,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("processes against a da
   it.effect("the dispatcher exits 0 on SIGINT too", () =>
     Effect.gen(function*() {
       const database = yield* TestDatabase
-      const result = yield* runUntil(entryPoints.dispatcher, { DATABASE_URL: database.url }, "dispatcher ready", "SIGINT")
+      const result = yield* runUntil(entryPoints.dispatcher, { DATABASE_URL: database.url }, "dispatcher ready", "SIGINT", () => Effect.void)
       assert.isTrue(result.becameReady, result.stderr)
       assert.strictEqual(result.code, 0, result.stderr)
     }))
@@ -130,9 +131,12 @@ layer(TestDatabase.layer, { excludeTestServices: true })("processes against a da
   it.effect("npm run migrate is idempotent", () =>
     Effect.gen(function*() {
       const database = yield* TestDatabase
-      const result = yield* run(entryPoints.migrate, [], { DATABASE_URL: database.url, LOG_FORMAT: "json" })
-      assert.strictEqual(result.code, 0, result.stderr)
-      assert.include(result.stderr, "up to date")
+      const migrate = run(entryPoints.migrate, [], { DATABASE_URL: database.url, LOG_FORMAT: "json" })
+      const first = yield* migrate
+      assert.strictEqual(first.code, 0, first.stderr)
+      const again = yield* migrate
+      assert.strictEqual(again.code, 0, again.stderr)
+      assert.include(again.stderr, "up to date")
       const missing = yield* run(entryPoints.migrate, [], {})
       assert.notStrictEqual(missing.code, 0)
       assert.match(missing.stderr, /^invalid setting DATABASE_URL/)

@@ -3,14 +3,15 @@
  * that runs the tests, i.e. the pinned Node 24), for tests of the processes'
  * outside behaviour: exit codes, stdout, stderr.
  */
-import { Effect } from "effect"
+import { Deferred, Effect, Exit, Option } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 
 export const entryPoints = {
   cli: fileURLToPath(new URL("../../apps/cli/src/main.ts", import.meta.url)),
   migrate: fileURLToPath(new URL("../../apps/cli/src/migrate.ts", import.meta.url)),
-  dispatcher: fileURLToPath(new URL("../../apps/dispatcher/src/main.ts", import.meta.url))
+  dispatcher: fileURLToPath(new URL("../../apps/dispatcher/src/main.ts", import.meta.url)),
+  start: fileURLToPath(new URL("../../apps/cli/src/start.ts", import.meta.url))
 } as const
 
 export interface Finished {
@@ -59,25 +60,39 @@ export const run = (
 ): Effect.Effect<Finished> =>
   Effect.suspend(() => collect(spawn(process.execPath, [script, ...args], { env: environment(env), timeout })))
 
-/** Starts `script`, waits until stderr contains `ready`, sends `signal`, and collects how it ended. */
-export const runUntil = (
+/**
+ * Starts `script`, waits until its output (stdout or stderr) contains
+ * `ready`, runs `whileReady` with the output so far, sends `signal`, and
+ * collects how it ended.
+ */
+export const runUntil = <A>(
   script: string,
   env: Readonly<Record<string, string>>,
   ready: string,
-  signal: NodeJS.Signals
-): Effect.Effect<Finished & { readonly becameReady: boolean }> =>
-  Effect.suspend(() => {
+  signal: NodeJS.Signals,
+  whileReady: (output: string) => Effect.Effect<A>
+): Effect.Effect<Finished & { readonly becameReady: boolean; readonly result: Option.Option<A> }> =>
+  Effect.gen(function*() {
     const child = spawn(process.execPath, [script], { env: environment(env), timeout: 30_000 })
-    let becameReady = false
-    let seen = ""
-    child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
-      seen += chunk
-      if (!becameReady && seen.includes(ready)) {
-        becameReady = true
-        child.kill(signal)
-      }
+    const output = { stdout: "", stderr: "" }
+    const readyOrClosed = yield* Deferred.make<boolean>()
+    const closed = yield* Deferred.make<{ code: number | null; signal: string | null }>()
+    const seen = () => output.stdout + output.stderr
+    const watch = (stream: "stdout" | "stderr") => (chunk: string) => {
+      output[stream] += chunk
+      if (seen().includes(ready)) Deferred.doneUnsafe(readyOrClosed, Exit.succeed(true))
+    }
+    child.stdout?.setEncoding("utf8").on("data", watch("stdout"))
+    child.stderr?.setEncoding("utf8").on("data", watch("stderr"))
+    child.once("close", (code, signal) => {
+      Deferred.doneUnsafe(readyOrClosed, Exit.succeed(false))
+      Deferred.doneUnsafe(closed, Exit.succeed({ code, signal }))
     })
-    return collect(child).pipe(Effect.map((finished) => ({ ...finished, stderr: seen, becameReady })))
+    const becameReady = yield* Deferred.await(readyOrClosed)
+    const result = becameReady ? Option.some(yield* whileReady(seen())) : Option.none<A>()
+    child.kill(signal)
+    const end = yield* Deferred.await(closed)
+    return { ...end, ...output, becameReady, result }
   })
 
 /** The non-empty lines of a text. */
