@@ -21,9 +21,20 @@ const COUNTED_REQUESTS = 100
 /** … this many seconds. */
 const COUNTED_SECONDS = 3
 
-/** A round, and the CPU each side used during it (% of one core). */
+/** A round, and the CPU each side used during it. */
 export interface MeasuredRound extends RoundFigures {
+  /** % of one core. */
   readonly cpu: CpuShares
+  /**
+   * CPU microseconds per response: how much work a request costs each side,
+   * which holds up on a busy machine better than throughput does.
+   */
+  readonly cpuPerRequest: CpuPerRequest
+}
+
+export interface CpuPerRequest {
+  readonly server: number | undefined
+  readonly postgres: number | undefined
 }
 
 export interface CpuShares {
@@ -46,8 +57,9 @@ export interface TargetResult {
   /** The real API process (its peak RSS counts for the memory goal). */
   readonly api: boolean
   readonly figures: Figures
-  /** Medians of the rounds' CPU shares. */
+  /** Medians of the rounds' CPU shares and CPU per request. */
   readonly cpu: CpuShares
+  readonly cpuPerRequest: CpuPerRequest
   readonly rounds: ReadonlyArray<MeasuredRound>
   /** What the database ran for this target in the counting pass, per request. */
   readonly statements: ReadonlyArray<StatementShare>
@@ -115,7 +127,9 @@ const percent = (value: number | undefined) => value === undefined ? "?" : value
 const roundLine = (target: Target, figures: MeasuredRound) =>
   `    ${target.label.padEnd(30)} ${figures.rps.toFixed(0).padStart(7)} req/s  p50 ${figures.p50.toFixed(2)} ms  p99 ${
     figures.p99.toFixed(2)
-  } ms  CPU% server ${percent(figures.cpu.server)} pg ${percent(figures.cpu.postgres)} load ${percent(figures.cpu.load)}${
+  } ms  CPU% server ${percent(figures.cpu.server)} pg ${percent(figures.cpu.postgres)} load ${percent(figures.cpu.load)}  µs/req server ${
+    percent(figures.cpuPerRequest.server)
+  } pg ${percent(figures.cpuPerRequest.postgres)}${
     figures.non2xx + figures.errors > 0 ? `  NON-2XX ${figures.non2xx} ERRORS ${figures.errors}` : ""
   }`
 
@@ -140,6 +154,10 @@ export const runScenario = (
     })
     const share = (before: number | undefined, after: number | undefined, seconds: number) =>
       before === undefined || after === undefined ? undefined : round(Math.max(0, after - before) / seconds * 100, 0)
+    const perRequest = (before: number | undefined, after: number | undefined, requests: number) =>
+      before === undefined || after === undefined || requests === 0
+        ? undefined
+        : round(Math.max(0, after - before) / requests * 1e6, 0)
     for (let r = 1; r <= settings.rounds; r++) {
       yield* say(`  round ${r}/${settings.rounds}`)
       for (const target of targets) {
@@ -153,6 +171,10 @@ export const runScenario = (
             server: share(before.server, after.server, figures.seconds),
             postgres: share(before.postgres, after.postgres, figures.seconds),
             load: share(before.load, after.load, figures.seconds) ?? 0
+          },
+          cpuPerRequest: {
+            server: perRequest(before.server, after.server, figures.requests),
+            postgres: perRequest(before.postgres, after.postgres, figures.requests)
           }
         }
         rounds.get(target.id)?.push(measured)
@@ -182,9 +204,9 @@ export const runScenario = (
         warnings.push(`${target.label}: ${non2xx} non-2xx responses and ${errors} errors (${JSON.stringify(statuses)})`)
       }
       const { requests, ran } = counted.get(target.id) ?? { requests: 0, ran: [] }
-      const medianOf = (pick: (cpu: CpuShares) => number | undefined) => {
+      const medianOf = (pick: (round: MeasuredRound) => number | undefined) => {
         const values = measured.flatMap((r) => {
-          const value = pick(r.cpu)
+          const value = pick(r)
           return value === undefined ? [] : [value]
         })
         return values.length === 0 ? undefined : median(values)
@@ -205,9 +227,13 @@ export const runScenario = (
           errors
         },
         cpu: {
-          server: medianOf((cpu) => cpu.server),
-          postgres: medianOf((cpu) => cpu.postgres),
-          load: medianOf((cpu) => cpu.load) ?? 0
+          server: medianOf((r) => r.cpu.server),
+          postgres: medianOf((r) => r.cpu.postgres),
+          load: medianOf((r) => r.cpu.load) ?? 0
+        },
+        cpuPerRequest: {
+          server: medianOf((r) => r.cpuPerRequest.server),
+          postgres: medianOf((r) => r.cpuPerRequest.postgres)
         },
         rounds: measured,
         statements: ran.slice(0, 8).map((statement) => ({

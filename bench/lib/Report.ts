@@ -70,9 +70,9 @@ export const markdown = (report: RunReport): string => {
   )
   lines.push("")
   lines.push(
-    "| scenario | target | req/s | p50 ms | p99 ms | DB round trips / req | peak RSS MiB | CPU % target · PG · load gen | throughput vs anchor |"
+    "| scenario | target | req/s | p50 ms | p99 ms | DB round trips / req | peak RSS MiB | CPU % target · PG · load gen | CPU µs / req target · PG | throughput vs anchor |"
   )
-  lines.push("|---|---|---:|---:|---:|---:|---:|---|---|")
+  lines.push("|---|---|---:|---:|---:|---:|---:|---|---|---|")
   for (const result of Object.values(report.scenarios)) {
     result.targets.forEach((target, i) => {
       const versus = result.ratios
@@ -81,10 +81,11 @@ export const markdown = (report: RunReport): string => {
         .join(", ")
       const f = target.figures
       const cpu = [target.cpu.server, target.cpu.postgres, target.cpu.load].map((v) => cell(v, 0)).join(" · ")
+      const cost = [target.cpuPerRequest.server, target.cpuPerRequest.postgres].map((v) => cell(v, 0)).join(" · ")
       lines.push(
         `| ${i === 0 ? result.title : ""} | ${target.label} | ${cell(f.rps, 0)} | ${cell(f.p50)} | ${cell(f.p99)} | ${
           cell(f.roundTrips)
-        } | ${cell(f.peakRssMiB, 0)} | ${cpu} | ${versus} |`
+        } | ${cell(f.peakRssMiB, 0)} | ${cpu} | ${cost} | ${versus} |`
       )
     })
   }
