@@ -241,6 +241,19 @@ layer(Env, { excludeTestServices: true })("idempotency", (it) => {
         assert.notStrictEqual(a.id, b.id)
       }))
 
+    it.effect("the path as sent names the operation: /students/05/groups is not /students/5/groups", () =>
+      Effect.gen(function*() {
+        const world = yield* World
+        const key = freshKey()
+        const student = world.students[3]!
+        const padded = yield* post(`/students/0${student}/groups`, { key: world.writeKey, idempotencyKey: key, body: { group_id: world.groupId } })
+        const plain = yield* post(`/students/${student}/groups`, { key: world.writeKey, idempotencyKey: key, body: { group_id: world.groupId } })
+        assert.strictEqual(padded.status, 201, padded.text)
+        // Not a replay: it ran, and found the student enrolled by the first.
+        assert.isNull(plain.headers.get("idempotent-replayed"))
+        expectError(plain, 422, "already_enrolled")
+      }))
+
     it.effect("the same key on /leads and /demo-lessons is two operations", () =>
       Effect.gen(function*() {
         const world = yield* World
@@ -339,6 +352,37 @@ layer(Env, { excludeTestServices: true })("idempotency", (it) => {
         assert.deepStrictEqual([a.status, b.status], [201, 201])
         assert.strictEqual(b.headers.get("idempotent-replayed"), "true")
         sameBytes(a, b)
+      }))
+
+    it.effect("a client that goes away after its key is claimed: the write still completes and is stored for its retry", () =>
+      Effect.gen(function*() {
+        const world = yield* World
+        const server = yield* WriteServer
+        const key = freshKey()
+        const leads = yield* leadCount
+        const release = yield* Deferred.make<void>()
+        const lock = yield* holdLock("leads", release)
+        const abort = new AbortController()
+        const gone = Effect.promise(() =>
+          fetch(`${server.baseUrl}${V1}/leads`, {
+            method: "POST",
+            signal: abort.signal,
+            headers: { authorization: `Bearer ${world.writeKey}`, "idempotency-key": key, "content-type": "application/json" },
+            body: JSON.stringify({ phone: "12345", name: "Gone" })
+          }).then(() => "answered", () => "aborted")
+        )
+        const first = yield* Effect.forkChild(gone)
+        yield* waitForBlockedSession
+        abort.abort()
+        assert.strictEqual(yield* Fiber.join(first), "aborted")
+        yield* Deferred.succeed(release, undefined)
+        yield* Fiber.join(lock)
+        // The retry finds the stored result (after waiting for it, if the write is still finishing).
+        const retry = yield* post("/leads", { key: world.writeKey, idempotencyKey: key, body: { phone: "12345", name: "Gone" } })
+        assert.strictEqual(retry.status, 201, retry.text)
+        assert.strictEqual(retry.headers.get("idempotent-replayed"), "true")
+        assert.strictEqual(dataOf(Leads.Lead, retry).name, "Gone")
+        assert.strictEqual(yield* leadCount, leads + 1)
       }))
 
     it.effect("a claim younger than 60 s with nobody behind it (a crashed attempt) holds the key: 409 after the wait", () =>
