@@ -83,22 +83,28 @@ export const freePort: Effect.Effect<number, DatabaseStartError> = Effect.callba
 
 /**
  * A detached process that stops the server (fast shutdown, then SIGKILL)
- * once `parentPid` is gone, however it went. It exits with the server.
+ * once `parentPid` is gone, however it went, and then removes a throwaway
+ * data directory. It exits with the server.
  */
 const WATCHDOG = `
-const [parent, server] = process.argv.slice(1).map(Number)
+const [parent, server] = process.argv.slice(1, 3).map(Number)
+const throwaway = process.argv[3]
 const alive = (pid) => { try { process.kill(pid, 0); return true } catch { return false } }
 let stopping = 0
 setInterval(() => {
-  if (!alive(server)) process.exit(0)
+  if (!alive(server)) {
+    if (stopping > 0 && throwaway) require("node:fs").rmSync(throwaway, { recursive: true, force: true })
+    process.exit(0)
+  }
   if (alive(parent)) return
   stopping += 1
   try { process.kill(server, stopping > 20 ? "SIGKILL" : "SIGINT") } catch {}
 }, 500)
 `
 
-const startWatchdog = (parentPid: number, serverPid: number) => {
-  const watchdog = spawn(process.execPath, ["-e", WATCHDOG, String(parentPid), String(serverPid)], {
+const startWatchdog = (parentPid: number, serverPid: number, throwawayDir: string | undefined) => {
+  const args = ["-e", WATCHDOG, String(parentPid), String(serverPid), ...(throwawayDir === undefined ? [] : [throwawayDir])]
+  const watchdog = spawn(process.execPath, args, {
     detached: true,
     stdio: "ignore"
   })
@@ -284,6 +290,7 @@ const stopServer = (child: ChildProcess) =>
 
 const startServer = (options: {
   readonly dataDir: string
+  readonly persistent: boolean
   readonly port: number
   readonly durable: boolean
   readonly maxConnections: number
@@ -338,7 +345,9 @@ const startServer = (options: {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGINT")
     }
     process.on("exit", onExit)
-    const watchdog = child.pid === undefined ? undefined : startWatchdog(process.pid, child.pid)
+    const watchdog = child.pid === undefined
+      ? undefined
+      : startWatchdog(process.pid, child.pid, options.persistent ? undefined : options.dataDir)
     const release = Effect.sync(() => {
       process.removeListener("exit", onExit)
       watchdog?.kill()
@@ -385,7 +394,14 @@ export const embedded = (options: EmbeddedOptions): Effect.Effect<Database, Data
     }
     const port = options.port ?? (yield* freePort)
     yield* Effect.acquireRelease(
-      startServer({ dataDir, port, durable, maxConnections: options.maxConnections ?? 200, tail }),
+      startServer({
+        dataDir,
+        persistent: options.persistent,
+        port,
+        durable,
+        maxConnections: options.maxConnections ?? 200,
+        tail
+      }),
       (release) => release
     )
     return { url: urlOf(password, port), origin: "embedded" } satisfies Database
