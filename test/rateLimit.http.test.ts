@@ -116,12 +116,14 @@ const newKey = Effect.fnUntraced(function*(plan: string | null, options: Fixture
   return { schoolId, key: yield* Fixtures.key(schoolId, options) }
 })
 
-/** Every row of the limiter's table with its version: equal snapshots mean nothing was written. */
+/** Every row of the limiter's tables with its version: equal snapshots mean nothing was written. */
 const snapshot = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  return yield* sql<{ key_id: number; version: string; ring: ReadonlyArray<number> }>`
-    SELECT key_id, xmin::text || '/' || ctid::text AS version, ring::float8[] AS ring
-    FROM rate_limits ORDER BY school_id, key_id`.pipe(Effect.orDie)
+  return yield* sql<{ key_id: number; version: string }>`
+    SELECT key_id, 'head ' || xmin::text || '/' || ctid::text AS version FROM rate_limits
+    UNION ALL
+    SELECT key_id, 'chunk ' || chunk || ' ' || xmin::text || '/' || ctid::text FROM rate_limit_slots
+    ORDER BY 1, 2`.pipe(Effect.orDie)
 })
 
 const assertRateLimited = (reply: Reply, retryAfter: number) => {

@@ -35,14 +35,23 @@ const newKey = Effect.fnUntraced(function*(plan: string | null, options: Fixture
 interface StoredRing {
   readonly ring: ReadonlyArray<number>
   readonly head: number
+  /** Row versions of the head row and every chunk: equal means nothing was written. */
   readonly version: string
 }
 
+/** The key's ring as the pure model sees it (the chunks joined, cut to `size`), and its row versions. */
 const stored = Effect.fnUntraced(function*(keyId: number) {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<StoredRing>`
-    SELECT ring::float8[] AS ring, head, xmin::text || '/' || ctid::text AS version
-    FROM rate_limits WHERE key_id = ${keyId}`.pipe(Effect.orDie)
+    SELECT coalesce((
+             SELECT (array_agg(u.slot ORDER BY c.chunk, u.i))[1:r.size]::float8[]
+             FROM rate_limit_slots c, unnest(c.slots) WITH ORDINALITY AS u (slot, i)
+             WHERE c.school_id = r.school_id AND c.key_id = r.key_id), '{}') AS ring,
+           r.head,
+           r.xmin::text || '/' || r.ctid::text || ' ' || coalesce((
+             SELECT string_agg(c.xmin::text || '/' || c.ctid::text, ' ' ORDER BY c.chunk)
+             FROM rate_limit_slots c WHERE c.school_id = r.school_id AND c.key_id = r.key_id), '') AS version
+    FROM rate_limits r WHERE r.key_id = ${keyId}`.pipe(Effect.orDie)
   return Option.fromNullishOr(rows[0])
 })
 
@@ -171,6 +180,27 @@ layer(Env)("RateLimits store", (it) => {
         }
       }
       assert.deepStrictEqual(Option.getOrThrow(yield* stored(key.keyId)), before)
+    }))
+
+  it.effect("concurrent requests of one key within its budget are all accepted", () =>
+    Effect.gen(function*() {
+      const store = yield* RateLimits
+      for (const at of [undefined, 7 * WINDOW]) {
+        const key = yield* newKey(null)
+        const limit = { window, budgets: { byPlan: {}, fallback: 150 }, ...(at === undefined ? {} : { at }) }
+        const outcomes = yield* Effect.forEach(
+          Array.from({ length: 150 }, () => key),
+          ({ prefix, hash }) => Effect.map(store.admit(prefix, hash, limit), (a) => Option.getOrThrow(a).outcome._tag),
+          { concurrency: 16 }
+        )
+        assert.deepStrictEqual(
+          outcomes.filter((tag) => tag !== "Accepted"),
+          [],
+          `clock: ${at ?? "database"}`
+        )
+        const next = Option.getOrThrow(yield* store.admit(key.prefix, key.hash, limit)).outcome
+        assert.strictEqual(next._tag, "Rejected")
+      }
     }))
 
   it.effect("concurrent requests of one key: exactly the budget is accepted", () =>

@@ -1,9 +1,9 @@
 /**
  * The per-key sliding-window limiter's state and its pure transition (spec 8,
  * DECISIONS "Rate limits"). `libs/persistence` runs the same transition in SQL
- * (migration `0200_rate_limits`) so every API process shares one state per
- * key; the property tests hold both to the reference model, a plain list of
- * accepted timestamps.
+ * (migrations `0200_rate_limits`, `0201_rate_limit_chunks`) so every API
+ * process shares one state per key; the property tests hold both to the
+ * reference model, a plain list of accepted timestamps.
  *
  * Semantics. Times are integer microseconds on one clock (the database's).
  * A request at `t` is accepted when fewer than `budget` requests were accepted
@@ -24,7 +24,7 @@
  * window holds at most `C` and the request is accepted. An acceptance under an
  * unchanged budget writes one slot (O(1)); only an acceptance under a new
  * budget re-lays the ring to the new size (O(budget), once per plan change).
- * A key costs at most `8 * budget` bytes.
+ * A key costs O(budget) bytes: one timestamp per request of its budget.
  *
  * Times that go backwards (two processes racing for one key) are taken as the
  * newest accepted time, so the ring stays ordered and the guarantee holds in

@@ -7,6 +7,7 @@ import { Migrator, SqlClient } from "effect/sql"
 import * as Core from "./migrations/0001_core.ts"
 import * as Writes from "./migrations/0100_writes.ts"
 import * as RateLimits from "./migrations/0200_rate_limits.ts"
+import * as RateLimitChunks from "./migrations/0201_rate_limit_chunks.ts"
 
 const fromStatements = (statements: ReadonlyArray<string>) =>
   Effect.gen(function*() {
@@ -19,7 +20,8 @@ const fromStatements = (statements: ReadonlyArray<string>) =>
 const migrations = {
   "0001_core": fromStatements(Core.statements),
   "0100_writes": fromStatements(Writes.statements),
-  "0200_rate_limits": fromStatements(RateLimits.statements)
+  "0200_rate_limits": fromStatements(RateLimits.statements),
+  "0201_rate_limit_chunks": fromStatements(RateLimitChunks.statements)
 }
 
 /** Applies every pending migration; returns the ones it applied. */
