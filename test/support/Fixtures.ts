@@ -3,9 +3,8 @@
  * students, groups, enrollments, payments, lessons and API keys in any state
  * (revoked, expired). Each helper returns the ids it created.
  */
-import { ApiKey } from "@school/domain"
+import { issueApiKey } from "@school/persistence/Schools"
 import { Effect } from "effect"
-import { randomBytes } from "node:crypto"
 import { SqlClient } from "effect/sql"
 
 const one = <A>(rows: ReadonlyArray<A>): A => {
@@ -29,17 +28,18 @@ export interface KeyOptions {
   readonly expired?: boolean
 }
 
-/** Issues a key and returns the whole `svc_…` string. */
+/** Issues a key (as the operator does) in the given state and returns the whole `svc_…` string. */
 export const key = Effect.fnUntraced(function*(schoolId: number, options: KeyOptions = {}) {
   const sql = yield* SqlClient.SqlClient
-  const parsed = ApiKey.generateApiKey(randomBytes)
-  const expiresAt = options.expired === true ? new Date(Date.now() - 60_000) : null
-  const revokedAt = options.revoked === true ? new Date() : null
-  yield* sql`INSERT INTO api_keys (school_id, name, prefix, secret_hash, scope, expires_at, revoked_at)
-             VALUES (${schoolId}, 'test', ${parsed.prefix}, ${ApiKey.hashSecret(parsed.secret)},
-                     ${options.scope ?? "read"}, ${expiresAt}, ${revokedAt})`
-  yield* sql`INSERT INTO api_key_prefixes (prefix, school_id) VALUES (${parsed.prefix}, ${schoolId})`
-  return ApiKey.formatApiKey(parsed)
+  const issued = yield* issueApiKey(schoolId, {
+    name: "test",
+    scope: options.scope ?? "read",
+    expiresAt: options.expired === true ? new Date(Date.now() - 60_000).toISOString() : null
+  })
+  if (options.revoked === true) {
+    yield* sql`UPDATE api_keys SET revoked_at = now() WHERE school_id = ${schoolId} AND id = ${issued.id}`
+  }
+  return issued.key
 }, Effect.orDie)
 
 /** `count` students named `<prefix> n`, balance n*100 kopecks; returns their ids in order. */

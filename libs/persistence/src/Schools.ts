@@ -5,11 +5,11 @@
  * is never half created. SQL errors are defects here; callers see only the
  * errors below.
  */
-import { formatApiKey, generateApiKey } from "@school/domain/ApiKey"
+import { formatApiKey, generateApiKey, hashSecret } from "@school/domain/ApiKey"
 import type { Plan } from "@school/domain/Plans"
 import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { createHash, randomBytes } from "node:crypto"
+import { randomBytes } from "node:crypto"
 import { hashPassword } from "./Passwords.ts"
 
 export class EmailTaken extends Schema.TaggedError<EmailTaken>()("EmailTaken", {
@@ -128,13 +128,11 @@ export interface IssuedApiKey {
   readonly expires_at: string | null
 }
 
-/** SHA-256 of the secret part: all the database ever holds of a key (DECISIONS "Authentication"). */
-export const hashSecret = (secret: string): Buffer => createHash("sha256").update(secret).digest()
-
 const insertKey = (schoolId: number, input: NewApiKey) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const drawn = generateApiKey((n) => randomBytes(n))
+    // SHA-256 of the secret part is all the database ever holds of a key (DECISIONS "Authentication").
     const rows = yield* sql<Omit<IssuedApiKey, "key">>`
       WITH key AS (
         INSERT INTO api_keys (school_id, name, prefix, secret_hash, scope, expires_at)
