@@ -36,7 +36,7 @@ const USAGE = `usage: npm run bench [-- [--quick] [scenario …]]
 const settingsFor = (quick: boolean): RunSettings =>
   quick
     ? { quick, connections: 32, warmupSeconds: 1, roundSeconds: 1, rounds: 3, largeStudents: 100_000 }
-    : { quick, connections: 32, warmupSeconds: 2, roundSeconds: 2.5, rounds: 3, largeStudents: 1_000_000 }
+    : { quick, connections: 32, warmupSeconds: 1.5, roundSeconds: 2, rounds: 3, largeStudents: 1_000_000 }
 
 const say = (line: string) => Effect.sync(() => process.stderr.write(`${line}\n`))
 
@@ -182,13 +182,17 @@ const program = Effect.gen(function*() {
       )
     }
   }
+  const seconds = (Date.now() - started) / 1000
+  if (full && seconds > 300) {
+    warnings.push(`the default run took ${Math.round(seconds)} s, over its 5-minute budget: shorten rounds or scenarios`)
+  }
   const goals = [
     ...results.flatMap((result) => result.goals.map((goal) => ({ ...goal, scenario: result.id }))),
     ...(results.some((result) => result.targets.some((t) => t.api)) ? [Report.memoryGoal(results)] : [])
   ]
   const report: Report.RunReport = {
     startedAt,
-    seconds: (Date.now() - started) / 1000,
+    seconds,
     command: `npm run bench${args.length > 0 ? ` -- ${args.join(" ")}` : ""}`,
     commit: commit(),
     machine,

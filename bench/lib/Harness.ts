@@ -81,6 +81,8 @@ export interface ScenarioResult {
   readonly ratios: ReadonlyArray<RatioResult>
   readonly goals: ReadonlyArray<GoalResult>
   readonly warnings: ReadonlyArray<string>
+  /** Wall-clock seconds from the scenario's start to its last measurement (its processes stop after). */
+  readonly seconds: number
 }
 
 const say = (line: string) => Effect.sync(() => process.stderr.write(`${line}\n`))
@@ -139,6 +141,7 @@ export const runScenario = (
 ): Effect.Effect<ScenarioResult, BenchError> =>
   Effect.scoped(Effect.gen(function*() {
     const { settings, db } = context
+    const started = Date.now()
     yield* say(`\n${scenario.id}: ${scenario.title}`)
     const targets = yield* scenario.setup(context)
     yield* preflight(scenario, targets)
@@ -257,5 +260,15 @@ export const runScenario = (
         p99: round((x?.p99 ?? Number.NaN) / (y?.p99 ?? Number.NaN), 3)
       }
     })
-    return { id: scenario.id, title: scenario.title, targets: results, ratios, goals: scenario.goals(figures), warnings }
+    const seconds = round((Date.now() - started) / 1000, 1)
+    yield* say(`  ${seconds} s`)
+    return {
+      id: scenario.id,
+      title: scenario.title,
+      targets: results,
+      ratios,
+      goals: scenario.goals(figures),
+      warnings,
+      seconds
+    }
   }))
