@@ -217,6 +217,7 @@ const program = Effect.gen(function*() {
   process.stdout.write(`\n${table}`)
   yield* say(`\nwritten: bench/results/${base}.json and ${base}.md (${Math.round(report.seconds)} s); stopping everything …`)
 }).pipe(
+  Effect.onInterrupt(() => say("\ninterrupted: stopping everything the bench started …")),
   Effect.scoped,
   Effect.tapError((error) => say(`bench failed: ${error.message}`))
 )
