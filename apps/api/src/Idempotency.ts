@@ -20,7 +20,7 @@
  * The first response is built from the very bytes that are stored, so a
  * replay is byte-identical to it.
  */
-import { Cause, Effect, Exit, Layer, Result, Schema } from "effect"
+import { Cause, Data, Effect, Exit, Layer, Result } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { Errors, Idempotency } from "@school/domain"
@@ -31,9 +31,9 @@ import { JSON_CONTENT_TYPE } from "./ErrorEnvelope.ts"
 export const REPLAYED_HEADER = "idempotent-replayed"
 
 /** The operation produced a response that is not ours to store (a plain-text 415, a 5xx): roll back, pass it on. */
-class NotStored extends Schema.TaggedError<NotStored>()("NotStored", { response: Schema.Any }) {}
+class NotStored extends Data.TaggedError("NotStored")<{ readonly response: HttpServerResponse.HttpServerResponse }> {}
 /** The claim was taken over while this attempt ran (it ran past the stale limit): roll back. */
-class ClaimLost extends Schema.TaggedError<ClaimLost>()("ClaimLost", {}) {}
+class ClaimLost extends Data.TaggedError("ClaimLost")<{}> {}
 
 const encoder = new TextEncoder()
 
@@ -97,9 +97,7 @@ export const IdempotentWriteLive = Layer.effect(
         }
         // Anything else is not the operation's answer: give the key up, so a retry runs again.
         yield* store.release(scope, token)
-        if (error instanceof NotStored && HttpServerResponse.isHttpServerResponse(error.response)) {
-          return error.response
-        }
+        if (error instanceof NotStored) return error.response
         // A defect, a failed BEGIN/COMMIT or an undeclared error: 500 (ErrorEnvelope logs it).
         return yield* Effect.die(failure === undefined ? Cause.squash(exit.cause) : error)
       })
