@@ -183,6 +183,12 @@ const program = Effect.gen(function*() {
     }
   }
   const seconds = (Date.now() - started) / 1000
+  const loadAtEnd = Os.loadavg()[0] ?? 0
+  if (Math.max(loadAtStart, loadAtEnd) > machine.cpus) {
+    warnings.push(
+      `the machine was busy with other work (load average ${loadAtStart.toFixed(1)} → ${loadAtEnd.toFixed(1)} on ${machine.cpus} cores): absolute figures are low and ratios noisy; CPU µs per request holds up best`
+    )
+  }
   if (full && seconds > 300) {
     warnings.push(`the default run took ${Math.round(seconds)} s, over its 5-minute budget: shorten rounds or scenarios`)
   }
@@ -196,7 +202,7 @@ const program = Effect.gen(function*() {
     command: `npm run bench${args.length > 0 ? ` -- ${args.join(" ")}` : ""}`,
     commit: commit(),
     machine,
-    loadAverage: { start: loadAtStart, end: Os.loadavg()[0] ?? 0 },
+    loadAverage: { start: loadAtStart, end: loadAtEnd },
     placement,
     settings,
     database: {
