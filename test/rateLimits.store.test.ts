@@ -39,14 +39,15 @@ interface StoredRing {
   readonly version: string
 }
 
-/** The key's ring as the pure model sees it (the chunks joined, cut to `size`), and its row versions. */
+/** The key's ring as the pure model sees it (missing chunks are empty slots), and its row versions. */
 const stored = Effect.fnUntraced(function*(keyId: number) {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<StoredRing>`
     SELECT coalesce((
-             SELECT (array_agg(u.slot ORDER BY c.chunk, u.i))[1:r.size]::float8[]
-             FROM rate_limit_slots c, unnest(c.slots) WITH ORDINALITY AS u (slot, i)
-             WHERE c.school_id = r.school_id AND c.key_id = r.key_id), '{}') AS ring,
+             SELECT array_agg(coalesce(c.slots[g % 32 + 1], 0) ORDER BY g)::float8[]
+             FROM generate_series(0, r.size - 1) AS g
+             LEFT JOIN rate_limit_slots c ON c.school_id = r.school_id AND c.key_id = r.key_id AND c.chunk = g / 32),
+             '{}') AS ring,
            r.head,
            r.xmin::text || '/' || r.ctid::text || ' ' || coalesce((
              SELECT string_agg(c.xmin::text || '/' || c.ctid::text, ' ' ORDER BY c.chunk)

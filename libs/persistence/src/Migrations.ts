@@ -8,6 +8,7 @@ import * as Core from "./migrations/0001_core.ts"
 import * as Writes from "./migrations/0100_writes.ts"
 import * as RateLimits from "./migrations/0200_rate_limits.ts"
 import * as RateLimitChunks from "./migrations/0201_rate_limit_chunks.ts"
+import * as RateLimitFirstRequest from "./migrations/0202_rate_limit_first_request.ts"
 
 const fromStatements = (statements: ReadonlyArray<string>) =>
   Effect.gen(function*() {
@@ -21,7 +22,8 @@ const migrations = {
   "0001_core": fromStatements(Core.statements),
   "0100_writes": fromStatements(Writes.statements),
   "0200_rate_limits": fromStatements(RateLimits.statements),
-  "0201_rate_limit_chunks": fromStatements(RateLimitChunks.statements)
+  "0201_rate_limit_chunks": fromStatements(RateLimitChunks.statements),
+  "0202_rate_limit_first_request": fromStatements(RateLimitFirstRequest.statements)
 }
 
 /** Applies every pending migration; returns the ones it applied. */
