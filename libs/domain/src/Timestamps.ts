@@ -15,7 +15,8 @@ export const isIsoInstantWithOffset = (s: string): boolean => {
   const month = Number(mo)
   const day = Number(d)
   const daysInMonth = new Date(Date.UTC(Number(y), month, 0)).getUTCDate()
-  return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth &&
+  // Year 0 does not exist in PostgreSQL's calendar (1 BC is year 0 in ISO 8601).
+  return Number(y) >= 1 && month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth &&
     Number(h) <= 23 && Number(mi) <= 59 && Number(sec ?? 0) <= 59 &&
     Number(oh ?? 0) <= 23 && Number(om ?? 0) <= 59
 }
