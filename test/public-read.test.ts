@@ -419,6 +419,16 @@ layer(Env)("public API, read side", (it) => {
         assert.deepStrictEqual(unauthorized.required, ["error"])
         assert.deepStrictEqual(unauthorized.properties.error.required.sort(), ["code", "message"])
         assert.notInclude(JSON.stringify(doc), "HttpApiSchemaError")
+        // Unknown body fields are ignored (DECISIONS), so no request body may claim otherwise.
+        const bodies = Object.values(doc.paths).flatMap((ops: any) =>
+          Object.values(ops).flatMap((op: any) => Object.values(op.requestBody?.content ?? {}))
+        )
+        assert.isAtLeast(bodies.length, 3)
+        for (const media of bodies as Array<any>) {
+          const ref: string | undefined = media.schema.$ref
+          const schema = ref === undefined ? media.schema : doc.components.schemas[ref.split("/").pop()!]
+          assert.notStrictEqual(schema.additionalProperties, false, JSON.stringify(schema))
+        }
         const docs = yield* api.request(`${V1}/docs`)
         assert.strictEqual(docs.status, 200)
         assert.include(docs.text, "<html")

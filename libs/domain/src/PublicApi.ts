@@ -199,6 +199,28 @@ export class EnrollmentsGroup extends HttpApiGroup.make("enrollments")
   .middleware(RequireWriteScope)
 {}
 
+/**
+ * Unknown fields in a request body are ignored (DECISIONS "Requests and
+ * responses"), so request-body schemas must not claim
+ * `additionalProperties: false` in the OpenAPI document.
+ */
+const allowUnknownBodyFields = (spec: Record<string, any>): Record<string, any> => {
+  const open = (schema: Record<string, any> | undefined) => {
+    if (schema === undefined) return
+    const ref: unknown = schema["$ref"]
+    const target = typeof ref === "string" ? spec["components"]?.["schemas"]?.[ref.split("/").pop() ?? ""] : schema
+    if (target !== undefined && target["additionalProperties"] === false) delete target["additionalProperties"]
+  }
+  for (const operations of Object.values<Record<string, any>>(spec["paths"] ?? {})) {
+    for (const operation of Object.values<Record<string, any>>(operations)) {
+      for (const media of Object.values<Record<string, any>>(operation?.["requestBody"]?.["content"] ?? {})) {
+        open(media["schema"])
+      }
+    }
+  }
+  return spec
+}
+
 export class PublicApi extends HttpApi.make("public-v1")
   .add(StudentsGroup)
   .add(PaymentsGroup)
@@ -217,6 +239,7 @@ export class PublicApi extends HttpApi.make("public-v1")
     version: "1",
     description:
       "Read and write a school's data. Every request carries `Authorization: Bearer svc_<prefix>_<secret>`. " +
-      "Errors use the envelope `{ error: { code, message, fields? } }`."
+      "Errors use the envelope `{ error: { code, message, fields? } }`.",
+    transform: allowUnknownBodyFields
   }))
 {}
