@@ -163,6 +163,20 @@ layer(Env)("RateLimits store", (it) => {
       assert.deepStrictEqual(Option.getOrThrow(yield* stored(good.keyId)), before)
     }))
 
+  it.effect("a deleted key's state goes with it", () =>
+    Effect.gen(function*() {
+      const store = yield* RateLimits
+      const sql = yield* SqlClient.SqlClient
+      const key = yield* newKey("pro")
+      assert.strictEqual(Option.getOrThrow(yield* store.admit(key.prefix, key.hash, { window })).outcome._tag, "Accepted")
+      assert.isTrue(Option.isSome(yield* stored(key.keyId)))
+      yield* sql`DELETE FROM api_keys WHERE id = ${key.keyId}`.pipe(Effect.orDie)
+      const [left] = yield* sql<{ n: number }>`
+        SELECT (SELECT count(*) FROM rate_limits WHERE key_id = ${key.keyId})::int
+             + (SELECT count(*) FROM rate_limit_slots WHERE key_id = ${key.keyId})::int AS n`.pipe(Effect.orDie)
+      assert.strictEqual(left?.n, 0)
+    }))
+
   it.effect("a rejected request writes nothing", () =>
     Effect.gen(function*() {
       const store = yield* RateLimits

@@ -9,6 +9,7 @@ import * as Writes from "./migrations/0100_writes.ts"
 import * as RateLimits from "./migrations/0200_rate_limits.ts"
 import * as RateLimitChunks from "./migrations/0201_rate_limit_chunks.ts"
 import * as RateLimitFirstRequest from "./migrations/0202_rate_limit_first_request.ts"
+import * as RateLimitNoForeignKeys from "./migrations/0203_rate_limit_no_foreign_keys.ts"
 
 const fromStatements = (statements: ReadonlyArray<string>) =>
   Effect.gen(function*() {
@@ -23,7 +24,8 @@ const migrations = {
   "0100_writes": fromStatements(Writes.statements),
   "0200_rate_limits": fromStatements(RateLimits.statements),
   "0201_rate_limit_chunks": fromStatements(RateLimitChunks.statements),
-  "0202_rate_limit_first_request": fromStatements(RateLimitFirstRequest.statements)
+  "0202_rate_limit_first_request": fromStatements(RateLimitFirstRequest.statements),
+  "0203_rate_limit_no_foreign_keys": fromStatements(RateLimitNoForeignKeys.statements)
 }
 
 /** Applies every pending migration; returns the ones it applied. */
