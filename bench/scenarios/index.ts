@@ -5,9 +5,18 @@
  */
 import type { Scenario } from "../lib/Scenario.ts"
 import { middleware } from "./middleware.ts"
+import { rateLimitCost, rateLimitFlood } from "./rate-limit.ts"
 import { scale } from "./scale.ts"
 import { studentCard } from "./student-card.ts"
 import { studentsList } from "./students-list.ts"
 import { leadWrites } from "./writes.ts"
 
-export const scenarios: ReadonlyArray<Scenario> = [studentsList, middleware, studentCard, scale, leadWrites]
+export const scenarios: ReadonlyArray<Scenario> = [
+  studentsList,
+  middleware,
+  studentCard,
+  scale,
+  rateLimitCost,
+  rateLimitFlood,
+  leadWrites
+]
