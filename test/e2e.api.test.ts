@@ -7,36 +7,9 @@ import { assert, layer } from "@effect/vitest"
 import { freePort } from "@school/persistence/DatabaseProvider"
 import { seedDemo } from "@school/persistence/DemoSeed"
 import { Effect } from "effect"
-import { spawn } from "node:child_process"
-import { fileURLToPath } from "node:url"
+import { startApi } from "./support/Processes.ts"
 import { TestDatabase } from "./support/TestDatabase.ts"
 
-const apiMain = fileURLToPath(new URL("../apps/api/src/main.ts", import.meta.url))
-
-/** Starts the API process; resolves once it listens; SIGTERM on release, and reports how it exited. */
-const startApi = (databaseUrl: string, port: number) =>
-  Effect.acquireRelease(
-    Effect.callback<{ readonly exited: Promise<number | null>; readonly stop: () => void }, Error>((resume) => {
-      const child = spawn(process.execPath, [apiMain], {
-        env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: "127.0.0.1", LOG_FORMAT: "json" },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)))
-      let log = ""
-      const onData = (chunk: Buffer) => {
-        log += chunk.toString()
-        if (log.includes("Listening on")) resume(Effect.succeed({ exited, stop: () => child.kill("SIGTERM") }))
-      }
-      child.stdout.on("data", onData)
-      child.stderr.on("data", onData)
-      child.once("exit", (code) => resume(Effect.fail(new Error(`API exited early (${code}): ${log}`))))
-      return Effect.sync(() => child.kill("SIGKILL"))
-    }),
-    (api) => Effect.promise(async () => {
-      api.stop()
-      await api.exited
-    })
-  )
 
 layer(TestDatabase.layer)("the real API process", (it) => {
   it.effect("serves the demo school over HTTP and exits 0 on SIGTERM", () =>

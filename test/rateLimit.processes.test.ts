@@ -9,51 +9,17 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { freePort } from "@school/persistence/DatabaseProvider"
 import * as Fixtures from "./support/Fixtures.ts"
-import { run } from "./support/Processes.ts"
+import { run, startApi } from "./support/Processes.ts"
 import { TestDatabase } from "./support/TestDatabase.ts"
 
-const apiMain = fileURLToPath(new URL("../apps/api/src/main.ts", import.meta.url))
 const cliMain = fileURLToPath(new URL("../apps/cli/src/main.ts", import.meta.url))
 
 const WINDOW_SECONDS = 8
 const STUDENTS = "/api/public/v1/students?per_page=1"
 
-/** Starts one API process; resolves once it listens; SIGTERM (and waits for the exit) on release. */
-const startApi = (databaseUrl: string, port: number) =>
-  Effect.acquireRelease(
-    Effect.callback<{ readonly exited: Promise<number | null>; readonly stop: () => void }, Error>((resume) => {
-      const child = spawn(process.execPath, [apiMain], {
-        env: {
-          ...process.env,
-          DATABASE_URL: databaseUrl,
-          PORT: String(port),
-          HOST: "127.0.0.1",
-          LOG_FORMAT: "json",
-          RATE_LIMIT_WINDOW: `${WINDOW_SECONDS}s`
-        },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)))
-      let log = ""
-      const onData = (chunk: Buffer) => {
-        log += chunk.toString()
-        if (log.includes("Listening on")) resume(Effect.succeed({ exited, stop: () => child.kill("SIGTERM") }))
-      }
-      child.stdout.on("data", onData)
-      child.stderr.on("data", onData)
-      child.once("exit", (code) => resume(Effect.fail(new Error(`API exited early (${code}): ${log}`))))
-      return Effect.sync(() => child.kill("SIGKILL"))
-    }),
-    (api) =>
-      Effect.promise(async () => {
-        api.stop()
-        await api.exited
-      })
-  )
 
 const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
 
@@ -84,7 +50,7 @@ layer(TestDatabase.layer, { timeout: 120_000 })("rate limit shared by two API pr
       const ports = [yield* Effect.orDie(freePort), yield* Effect.orDie(freePort)]
       yield* Effect.scoped(Effect.gen(function*() {
         const bases = ports.map((port) => `http://127.0.0.1:${port}`)
-        for (const port of ports) yield* startApi(database.url, port)
+        for (const port of ports) yield* startApi(database.url, port, { RATE_LIMIT_WINDOW: `${WINDOW_SECONDS}s` })
         const [a = "", b = ""] = bases
 
         // Exactly the budget, wherever the requests land.

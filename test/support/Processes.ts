@@ -8,6 +8,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 
 export const entryPoints = {
+  api: fileURLToPath(new URL("../../apps/api/src/main.ts", import.meta.url)),
   cli: fileURLToPath(new URL("../../apps/cli/src/main.ts", import.meta.url)),
   migrate: fileURLToPath(new URL("../../apps/cli/src/migrate.ts", import.meta.url)),
   dispatcher: fileURLToPath(new URL("../../apps/dispatcher/src/main.ts", import.meta.url)),
@@ -97,3 +98,40 @@ export const runUntil = <A>(
 
 /** The non-empty lines of a text. */
 export const lines = (text: string): ReadonlyArray<string> => text.split("\n").filter((line) => line.trim() !== "")
+
+export interface RunningApi {
+  /** Resolves with the exit code once the process has exited. */
+  readonly exited: Promise<number | null>
+  /** Sends SIGTERM. */
+  readonly stop: () => void
+}
+
+/**
+ * Starts the real API process on 127.0.0.1:`port` against `databaseUrl`
+ * (plus `env`); resolves once it listens. On release: SIGTERM, and waits for
+ * the exit. A process that dies before listening fails with its output.
+ */
+export const startApi = (databaseUrl: string, port: number, env: Readonly<Record<string, string>> = {}) =>
+  Effect.acquireRelease(
+    Effect.callback<RunningApi, Error>((resume) => {
+      const child = spawn(process.execPath, [entryPoints.api], {
+        env: environment({ DATABASE_URL: databaseUrl, PORT: String(port), HOST: "127.0.0.1", LOG_FORMAT: "json", ...env }),
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)))
+      let log = ""
+      const onData = (chunk: Buffer) => {
+        log += chunk.toString()
+        if (log.includes("Listening on")) resume(Effect.succeed({ exited, stop: () => child.kill("SIGTERM") }))
+      }
+      child.stdout?.on("data", onData)
+      child.stderr?.on("data", onData)
+      child.once("exit", (code) => resume(Effect.fail(new Error(`API exited early (${code}): ${log}`))))
+      return Effect.sync(() => child.kill("SIGKILL"))
+    }),
+    (api) =>
+      Effect.promise(async () => {
+        api.stop()
+        await api.exited
+      })
+  )
