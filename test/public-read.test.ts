@@ -419,6 +419,8 @@ layer(Env)("public API, read side", (it) => {
         assert.deepStrictEqual(unauthorized.required, ["error"])
         assert.deepStrictEqual(unauthorized.properties.error.required.sort(), ["code", "message"])
         assert.notInclude(JSON.stringify(doc), "HttpApiSchemaError")
+        const tooMany = doc.paths[`${V1}/students`].get.responses["429"]
+        assert.deepStrictEqual(tooMany.headers["Retry-After"].schema, { type: "integer", minimum: 1 })
         // Unknown body fields are ignored (DECISIONS), so no request body may claim otherwise.
         const bodies = Object.values(doc.paths).flatMap((ops: any) =>
           Object.values(ops).flatMap((op: any) => Object.values(op.requestBody?.content ?? {}))

@@ -221,6 +221,25 @@ const allowUnknownBodyFields = (spec: Record<string, any>): Record<string, any> 
   return spec
 }
 
+/** spec 8: every 429 carries `Retry-After`, whole seconds to wait before repeating the same request. */
+const documentRetryAfter = (spec: Record<string, any>): Record<string, any> => {
+  for (const operations of Object.values<Record<string, any>>(spec["paths"] ?? {})) {
+    for (const operation of Object.values<Record<string, any>>(operations)) {
+      const tooMany = operation?.["responses"]?.["429"]
+      if (tooMany !== undefined) {
+        tooMany["headers"] = {
+          "Retry-After": {
+            description: "Whole seconds (at least 1) to wait before repeating the same request.",
+            required: true,
+            schema: { type: "integer", minimum: 1 }
+          }
+        }
+      }
+    }
+  }
+  return spec
+}
+
 export class PublicApi extends HttpApi.make("public-v1")
   .add(StudentsGroup)
   .add(PaymentsGroup)
@@ -240,6 +259,6 @@ export class PublicApi extends HttpApi.make("public-v1")
     description:
       "Read and write a school's data. Every request carries `Authorization: Bearer svc_<prefix>_<secret>`. " +
       "Errors use the envelope `{ error: { code, message, fields? } }`.",
-    transform: allowUnknownBodyFields
+    transform: (spec) => documentRetryAfter(allowUnknownBodyFields(spec))
   }))
 {}
