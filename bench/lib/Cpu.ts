@@ -2,7 +2,7 @@
  * CPU time of the processes in a measurement, from /proc (Linux), so a
  * round can say which side was the bottleneck: the process under test (one
  * core at most), PostgreSQL (every backend of the server), or the load
- * generator (this process).
+ * generator (this process); and how much went to other work on the machine.
  */
 import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
@@ -49,6 +49,20 @@ export const serverTreeSeconds = (postmaster: number): number | undefined => {
 export const selfSeconds = (): number => {
   const usage = process.cpuUsage()
   return (usage.user + usage.system) / 1e6
+}
+
+/**
+ * CPU seconds the whole machine has been busy so far (every core: user,
+ * nice, system, irq, softirq, steal), from /proc/stat; undefined elsewhere.
+ */
+export const machineSeconds = (): number | undefined => {
+  try {
+    const line = Fs.readFileSync("/proc/stat", "utf8").split("\n")[0] ?? ""
+    const [, user, nice, system, _idle, _iowait, irq, softirq, steal] = line.trim().split(/\s+/).map(Number)
+    return [user, nice, system, irq, softirq, steal].reduce((sum: number, v) => sum + (v ?? 0), 0) / ticksPerSecond
+  } catch {
+    return undefined
+  }
 }
 
 /** Parent pid of a process (the postmaster of a backend), or undefined. */

@@ -43,6 +43,8 @@ export interface CpuShares {
   readonly postgres: number | undefined
   /** The harness with its in-process load generator. */
   readonly load: number
+  /** Everything else the machine ran meanwhile (other people's work on a shared machine). */
+  readonly other: number | undefined
 }
 
 export interface StatementShare {
@@ -129,7 +131,9 @@ const percent = (value: number | undefined) => value === undefined ? "?" : value
 const roundLine = (target: Target, figures: MeasuredRound) =>
   `    ${target.label.padEnd(30)} ${figures.rps.toFixed(0).padStart(7)} req/s  p50 ${figures.p50.toFixed(2)} ms  p99 ${
     figures.p99.toFixed(2)
-  } ms  CPU% server ${percent(figures.cpu.server)} pg ${percent(figures.cpu.postgres)} load ${percent(figures.cpu.load)}  µs/req server ${
+  } ms  CPU% server ${percent(figures.cpu.server)} pg ${percent(figures.cpu.postgres)} load ${percent(figures.cpu.load)} other ${
+    percent(figures.cpu.other)
+  }  µs/req server ${
     percent(figures.cpuPerRequest.server)
   } pg ${percent(figures.cpuPerRequest.postgres)}${
     figures.non2xx + figures.errors > 0 ? `  NON-2XX ${figures.non2xx} ERRORS ${figures.errors}` : ""
@@ -153,8 +157,16 @@ export const runScenario = (
     const cpuNow = (target: Target) => ({
       server: target.process === undefined ? undefined : Cpu.processSeconds(target.process.pid),
       postgres: db.postmasterPid === undefined ? undefined : Cpu.serverTreeSeconds(db.postmasterPid),
-      load: Cpu.selfSeconds()
+      load: Cpu.selfSeconds(),
+      machine: Cpu.machineSeconds()
     })
+    type CpuSample = ReturnType<typeof cpuNow>
+    /** Machine time not spent by the target, PostgreSQL or the harness. */
+    const others = (before: CpuSample, after: CpuSample) =>
+      before.machine === undefined || after.machine === undefined
+        ? undefined
+        : (after.machine - before.machine) - (after.load - before.load) -
+          (after.server ?? 0) + (before.server ?? 0) - (after.postgres ?? 0) + (before.postgres ?? 0)
     const share = (before: number | undefined, after: number | undefined, seconds: number) =>
       before === undefined || after === undefined ? undefined : round(Math.max(0, after - before) / seconds * 100, 0)
     const perRequest = (before: number | undefined, after: number | undefined, requests: number) =>
@@ -173,7 +185,8 @@ export const runScenario = (
           cpu: {
             server: share(before.server, after.server, figures.seconds),
             postgres: share(before.postgres, after.postgres, figures.seconds),
-            load: share(before.load, after.load, figures.seconds) ?? 0
+            load: share(before.load, after.load, figures.seconds) ?? 0,
+            other: share(0, others(before, after), figures.seconds)
           },
           cpuPerRequest: {
             server: perRequest(before.server, after.server, figures.requests),
@@ -232,7 +245,8 @@ export const runScenario = (
         cpu: {
           server: medianOf((r) => r.cpu.server),
           postgres: medianOf((r) => r.cpu.postgres),
-          load: medianOf((r) => r.cpu.load) ?? 0
+          load: medianOf((r) => r.cpu.load) ?? 0,
+          other: medianOf((r) => r.cpu.other)
         },
         cpuPerRequest: {
           server: medianOf((r) => r.cpuPerRequest.server),

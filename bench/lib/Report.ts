@@ -70,7 +70,7 @@ export const markdown = (report: RunReport): string => {
   )
   lines.push("")
   lines.push(
-    "| scenario | target | req/s | p50 ms | p99 ms | DB round trips / req | peak RSS MiB | CPU % target · PG · load gen | CPU µs / req target · PG | throughput vs anchor |"
+    "| scenario | target | req/s | p50 ms | p99 ms | DB round trips / req | peak RSS MiB | CPU % target · PG · load gen · other | CPU µs / req target · PG | throughput vs anchor |"
   )
   lines.push("|---|---|---:|---:|---:|---:|---:|---|---|---|")
   for (const result of Object.values(report.scenarios)) {
@@ -80,7 +80,8 @@ export const markdown = (report: RunReport): string => {
         .map((r) => `${cell(r.throughput)}x ${result.targets.find((t) => t.id === r.anchor)?.label ?? r.anchor}`)
         .join(", ")
       const f = target.figures
-      const cpu = [target.cpu.server, target.cpu.postgres, target.cpu.load].map((v) => cell(v, 0)).join(" · ")
+      const cpu = [target.cpu.server, target.cpu.postgres, target.cpu.load, target.cpu.other].map((v) => cell(v, 0))
+        .join(" · ")
       const cost = [target.cpuPerRequest.server, target.cpuPerRequest.postgres].map((v) => cell(v, 0)).join(" · ")
       lines.push(
         `| ${i === 0 ? result.title : ""} | ${target.label} | ${cell(f.rps, 0)} | ${cell(f.p50)} | ${cell(f.p99)} | ${
