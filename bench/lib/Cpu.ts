@@ -15,32 +15,47 @@ const ticksPerSecond = (() => {
   }
 })()
 
-/** `[ppid, utime + stime in seconds]` of a process, or undefined when it is gone or /proc is absent. */
-const stat = (pid: number): readonly [number, number] | undefined => {
+interface Stat {
+  readonly ppid: number
+  /** utime + stime */
+  readonly seconds: number
+  /** cutime + cstime: the children it has reaped. */
+  readonly reapedSeconds: number
+}
+
+/** A process's parent and CPU seconds, or undefined when it is gone or /proc is absent. */
+const stat = (pid: number): Stat | undefined => {
   try {
     const text = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
     // The command name may hold spaces and parentheses: fields start after the last ')'.
     const fields = text.slice(text.lastIndexOf(")") + 2).split(" ")
-    const ppid = Number(fields[1])
-    const seconds = (Number(fields[11]) + Number(fields[12])) / ticksPerSecond
-    return [ppid, seconds]
+    return {
+      ppid: Number(fields[1]),
+      seconds: (Number(fields[11]) + Number(fields[12])) / ticksPerSecond,
+      reapedSeconds: (Number(fields[13]) + Number(fields[14])) / ticksPerSecond
+    }
   } catch {
     return undefined
   }
 }
 
 /** CPU seconds a process has used so far. */
-export const processSeconds = (pid: number): number | undefined => stat(pid)?.[1]
+export const processSeconds = (pid: number): number | undefined => stat(pid)?.seconds
 
-/** CPU seconds the PostgreSQL server (postmaster and its children alive now) has used so far. */
+/**
+ * CPU seconds the PostgreSQL server has used so far: the postmaster, the
+ * children it has reaped (backends that ended, parallel workers) and the
+ * children alive now. It only grows, whatever connections and workers come
+ * and go during a round.
+ */
 export const serverTreeSeconds = (postmaster: number): number | undefined => {
   const own = stat(postmaster)
   if (own === undefined) return undefined
-  let total = own[1]
+  let total = own.seconds + own.reapedSeconds
   for (const entry of Fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue
     const child = stat(Number(entry))
-    if (child !== undefined && child[0] === postmaster) total += child[1]
+    if (child !== undefined && child.ppid === postmaster) total += child.seconds
   }
   return total
 }
@@ -66,4 +81,4 @@ export const machineSeconds = (): number | undefined => {
 }
 
 /** Parent pid of a process (the postmaster of a backend), or undefined. */
-export const parentOf = (pid: number): number | undefined => stat(pid)?.[0]
+export const parentOf = (pid: number): number | undefined => stat(pid)?.ppid

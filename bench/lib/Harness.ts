@@ -162,17 +162,26 @@ export const runScenario = (
     })
     type CpuSample = ReturnType<typeof cpuNow>
     /** Machine time not spent by the target, PostgreSQL or the harness. */
-    const others = (before: CpuSample, after: CpuSample) =>
-      before.machine === undefined || after.machine === undefined
+    // A process of the tree can vanish between two reads (a backend that ended
+    // and is not reaped yet): a count that went down is unknown, not zero.
+    const delta = (before: number | undefined, after: number | undefined) =>
+      before === undefined || after === undefined || after < before ? undefined : after - before
+    const others = (before: CpuSample, after: CpuSample) => {
+      const machine = delta(before.machine, after.machine)
+      const postgres = db.postmasterPid === undefined ? 0 : delta(before.postgres, after.postgres)
+      const server = before.server === undefined ? 0 : delta(before.server, after.server)
+      return machine === undefined || postgres === undefined || server === undefined
         ? undefined
-        : (after.machine - before.machine) - (after.load - before.load) -
-          (after.server ?? 0) + (before.server ?? 0) - (after.postgres ?? 0) + (before.postgres ?? 0)
-    const share = (before: number | undefined, after: number | undefined, seconds: number) =>
-      before === undefined || after === undefined ? undefined : round(Math.max(0, after - before) / seconds * 100, 0)
-    const perRequest = (before: number | undefined, after: number | undefined, requests: number) =>
-      before === undefined || after === undefined || requests === 0
-        ? undefined
-        : round(Math.max(0, after - before) / requests * 1e6, 0)
+        : Math.max(0, machine - (after.load - before.load) - server - postgres)
+    }
+    const share = (before: number | undefined, after: number | undefined, seconds: number) => {
+      const used = delta(before, after)
+      return used === undefined ? undefined : round(used / seconds * 100, 0)
+    }
+    const perRequest = (before: number | undefined, after: number | undefined, requests: number) => {
+      const used = delta(before, after)
+      return used === undefined || requests === 0 ? undefined : round(used / requests * 1e6, 0)
+    }
     for (let r = 1; r <= settings.rounds; r++) {
       yield* say(`  round ${r}/${settings.rounds}`)
       for (const target of targets) {
