@@ -10,6 +10,7 @@ import * as RateLimits from "./migrations/0200_rate_limits.ts"
 import * as RateLimitChunks from "./migrations/0201_rate_limit_chunks.ts"
 import * as RateLimitFirstRequest from "./migrations/0202_rate_limit_first_request.ts"
 import * as RateLimitNoForeignKeys from "./migrations/0203_rate_limit_no_foreign_keys.ts"
+import * as RowCounts from "./migrations/0300_row_counts.ts"
 
 const fromStatements = (statements: ReadonlyArray<string>) =>
   Effect.gen(function*() {
@@ -25,7 +26,8 @@ const migrations = {
   "0200_rate_limits": fromStatements(RateLimits.statements),
   "0201_rate_limit_chunks": fromStatements(RateLimitChunks.statements),
   "0202_rate_limit_first_request": fromStatements(RateLimitFirstRequest.statements),
-  "0203_rate_limit_no_foreign_keys": fromStatements(RateLimitNoForeignKeys.statements)
+  "0203_rate_limit_no_foreign_keys": fromStatements(RateLimitNoForeignKeys.statements),
+  "0300_row_counts": fromStatements(RowCounts.statements)
 }
 
 /** Applies every pending migration; returns the ones it applied. */

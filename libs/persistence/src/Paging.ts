@@ -38,3 +38,10 @@ export const listPage = <S extends Schema.Constraint>(
   }).pipe(Effect.orDie)
 
 const withoutTotal = ({ total: _total, ...rest }: TotalRow) => rest
+
+/**
+ * The `count` fragment of an unfiltered list of a counted table (students,
+ * payments; migration 0300): the school's row count, read in O(1).
+ */
+export const countedTotal = (sql: SqlClient.SqlClient, table: "students" | "payments", schoolId: number) =>
+  sql`SELECT coalesce((SELECT n::int FROM row_counts WHERE school_id = ${schoolId} AND table_name = ${table}), 0) AS total`

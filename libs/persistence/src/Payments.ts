@@ -2,7 +2,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { Models, Money, Pagination } from "@school/domain"
 import { SqlClient } from "effect/sql"
-import { listPage } from "./Paging.ts"
+import { countedTotal, listPage } from "./Paging.ts"
 
 const PaymentRow = Schema.Struct({
   ...Models.Payment.fields,
@@ -27,12 +27,16 @@ export class Payments extends Context.Service<Payments, {
             : sql`school_id = ${schoolId} AND updated_at >= ${updatedSince}::timestamptz`
           return listPage(
             PaymentRow,
-            sql`SELECT count(*)::int AS total FROM payments WHERE ${filter}`,
-            sql`SELECT id, student_id, amount_kopecks, payment_type, group_id, filial_id,
-                       api_ts(paid_at) AS paid_at, api_ts(created_at) AS created_at,
-                       api_ts(updated_at) AS updated_at
-                FROM payments WHERE ${filter}
-                ORDER BY id LIMIT ${limit} OFFSET ${offset}`
+            updatedSince === undefined
+              ? countedTotal(sql, "payments", schoolId)
+              : sql`SELECT count(*)::int AS total FROM payments WHERE ${filter}`,
+            // Deferred join, as for students: the offset walks ids only.
+            sql`SELECT p.id, p.student_id, p.amount_kopecks, p.payment_type, p.group_id, p.filial_id,
+                       api_ts(p.paid_at) AS paid_at, api_ts(p.created_at) AS created_at,
+                       api_ts(p.updated_at) AS updated_at
+                FROM (SELECT id FROM payments WHERE ${filter} ORDER BY id LIMIT ${limit} OFFSET ${offset}) ids
+                JOIN payments p ON p.school_id = ${schoolId} AND p.id = ids.id
+                ORDER BY p.id`
           ).pipe(Effect.provideService(SqlClient.SqlClient, sql))
         }
       })
