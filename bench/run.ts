@@ -184,15 +184,18 @@ const program = Effect.gen(function*() {
   }
   const seconds = (Date.now() - started) / 1000
   const loadAtEnd = Os.loadavg()[0] ?? 0
-  // Other people's work during the rounds, as measured around each round.
-  const otherWork = results.flatMap((result) =>
-    result.targets.flatMap((target) => target.rounds.flatMap((r) => r.cpu.other === undefined ? [] : [r.cpu.other]))
-  )
-  const busiest = otherWork.length === 0 ? 0 : Math.max(...otherWork)
-  if (otherWork.length > 0 && median(otherWork) > 25) {
-    warnings.push(
-      `the machine was busy with other work during the rounds (median ${median(otherWork)}% of a core, up to ${busiest}%): absolute figures are low and ratios noisy; CPU µs per request holds up best`
+  // Other people's work during each scenario's rounds, as measured around each round.
+  for (const result of results) {
+    const other = result.targets.flatMap((target) =>
+      target.rounds.flatMap((r) => r.cpu.other === undefined ? [] : [r.cpu.other])
     )
+    if (other.length > 0 && median(other) > 25) {
+      warnings.push(
+        `${result.id}: the machine was busy with other work during its rounds (median ${median(other)}% of a core, up to ${
+          Math.max(...other)
+        }%): its absolute figures are low and its ratios noisy; CPU µs per request holds up best`
+      )
+    }
   }
   if (full && seconds > 300) {
     warnings.push(`the default run took ${Math.round(seconds)} s, over its 5-minute budget: shorten rounds or scenarios`)
