@@ -118,9 +118,13 @@ const preflight = (scenario: Scenario, targets: ReadonlyArray<Target>) =>
       if (expected === undefined) {
         expected = content
       } else if (content !== expected) {
+        let at = 0
+        while (at < content.length && content[at] === expected[at]) at++
+        const from = Math.max(0, at - 120)
         return yield* benchError(
-          `${scenario.id}: ${target.label} does not answer the same JSON as ${targets[0]?.label}:\n` +
-            `  expected ${expected.slice(0, 400)}\n  got      ${content.slice(0, 400)}`
+          `${scenario.id}: ${target.label} does not answer the same JSON as ${targets[0]?.label} ` +
+            `(sorted keys; first difference at character ${at}):\n` +
+            `  ${targets[0]?.label}: …${expected.slice(from, at + 200)}\n  ${target.label}: …${content.slice(from, at + 200)}`
         )
       }
     }
