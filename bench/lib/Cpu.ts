@@ -82,3 +82,68 @@ export const machineSeconds = (): number | undefined => {
 
 /** Parent pid of a process (the postmaster of a backend), or undefined. */
 export const parentOf = (pid: number): number | undefined => stat(pid)?.ppid
+
+/** Shares of one core (%) used during a round. */
+export interface CpuShares {
+  /** The process under test. */
+  readonly server: number | undefined
+  readonly postgres: number | undefined
+  /** The harness with its in-process load generator. */
+  readonly load: number
+  /** Everything else the machine ran meanwhile (other people's work on a shared machine). */
+  readonly other: number | undefined
+}
+
+/** CPU microseconds per response: what a request costs each side. */
+export interface CpuPerRequest {
+  readonly server: number | undefined
+  readonly postgres: number | undefined
+}
+
+/** Cumulative CPU seconds of each side at one instant. */
+export interface Sample {
+  readonly server: number | undefined
+  readonly postgres: number | undefined
+  readonly load: number
+  readonly machine: number | undefined
+}
+
+export const sample = (serverPid: number | undefined, postmasterPid: number | undefined): Sample => ({
+  server: serverPid === undefined ? undefined : processSeconds(serverPid),
+  postgres: postmasterPid === undefined ? undefined : serverTreeSeconds(postmasterPid),
+  load: selfSeconds(),
+  machine: machineSeconds()
+})
+
+// A process of the tree can vanish between two reads (a backend that ended
+// and is not reaped yet): a count that went down is unknown, not zero.
+const delta = (before: number | undefined, after: number | undefined) =>
+  before === undefined || after === undefined || after < before ? undefined : after - before
+
+const rounded = (value: number | undefined) => value === undefined ? undefined : Math.round(value)
+
+/** What each side used between two samples, over `seconds` and `requests`. */
+export const between = (
+  before: Sample,
+  after: Sample,
+  seconds: number,
+  requests: number
+): { readonly cpu: CpuShares; readonly cpuPerRequest: CpuPerRequest } => {
+  const server = delta(before.server, after.server)
+  const postgres = delta(before.postgres, after.postgres)
+  const load = after.load - before.load
+  const machine = delta(before.machine, after.machine)
+  const known = (value: number | undefined, present: number | undefined) => present === undefined ? 0 : value
+  const serverKnown = known(server, before.server)
+  const postgresKnown = known(postgres, before.postgres)
+  const other = machine === undefined || serverKnown === undefined || postgresKnown === undefined
+    ? undefined
+    : Math.max(0, machine - load - serverKnown - postgresKnown)
+  const share = (used: number | undefined) => rounded(used === undefined ? undefined : used / seconds * 100)
+  const perRequest = (used: number | undefined) =>
+    rounded(used === undefined || requests === 0 ? undefined : used / requests * 1e6)
+  return {
+    cpu: { server: share(server), postgres: share(postgres), load: share(load) ?? 0, other: share(other) },
+    cpuPerRequest: { server: perRequest(server), postgres: perRequest(postgres) }
+  }
+}

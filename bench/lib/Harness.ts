@@ -11,6 +11,7 @@
  */
 import { Effect } from "effect"
 import * as Cpu from "./Cpu.ts"
+import type { CpuPerRequest, CpuShares } from "./Cpu.ts"
 import * as Database from "./Database.ts"
 import { benchError, type BenchError, peakRssMiB } from "./Processes.ts"
 import type { Figures, GoalResult, Scenario, ScenarioContext, Target } from "./Scenario.ts"
@@ -23,28 +24,9 @@ const COUNTED_SECONDS = 3
 
 /** A round, and the CPU each side used during it. */
 export interface MeasuredRound extends RoundFigures {
-  /** % of one core. */
   readonly cpu: CpuShares
-  /**
-   * CPU microseconds per response: how much work a request costs each side,
-   * which holds up on a busy machine better than throughput does.
-   */
+  /** Holds up on a busy machine better than throughput does. */
   readonly cpuPerRequest: CpuPerRequest
-}
-
-export interface CpuPerRequest {
-  readonly server: number | undefined
-  readonly postgres: number | undefined
-}
-
-export interface CpuShares {
-  /** The process under test. */
-  readonly server: number | undefined
-  readonly postgres: number | undefined
-  /** The harness with its in-process load generator. */
-  readonly load: number
-  /** Everything else the machine ran meanwhile (other people's work on a shared machine). */
-  readonly other: number | undefined
 }
 
 export interface StatementShare {
@@ -158,54 +140,14 @@ export const runScenario = (
     for (const target of targets) yield* target.round(settings.warmupSeconds)
 
     const rounds = new Map<string, Array<MeasuredRound>>(targets.map((target) => [target.id, []]))
-    const cpuNow = (target: Target) => ({
-      server: target.process === undefined ? undefined : Cpu.processSeconds(target.process.pid),
-      postgres: db.postmasterPid === undefined ? undefined : Cpu.serverTreeSeconds(db.postmasterPid),
-      load: Cpu.selfSeconds(),
-      machine: Cpu.machineSeconds()
-    })
-    type CpuSample = ReturnType<typeof cpuNow>
-    /** Machine time not spent by the target, PostgreSQL or the harness. */
-    // A process of the tree can vanish between two reads (a backend that ended
-    // and is not reaped yet): a count that went down is unknown, not zero.
-    const delta = (before: number | undefined, after: number | undefined) =>
-      before === undefined || after === undefined || after < before ? undefined : after - before
-    const others = (before: CpuSample, after: CpuSample) => {
-      const machine = delta(before.machine, after.machine)
-      const postgres = db.postmasterPid === undefined ? 0 : delta(before.postgres, after.postgres)
-      const server = before.server === undefined ? 0 : delta(before.server, after.server)
-      return machine === undefined || postgres === undefined || server === undefined
-        ? undefined
-        : Math.max(0, machine - (after.load - before.load) - server - postgres)
-    }
-    const share = (before: number | undefined, after: number | undefined, seconds: number) => {
-      const used = delta(before, after)
-      return used === undefined ? undefined : round(used / seconds * 100, 0)
-    }
-    const perRequest = (before: number | undefined, after: number | undefined, requests: number) => {
-      const used = delta(before, after)
-      return used === undefined || requests === 0 ? undefined : round(used / requests * 1e6, 0)
-    }
     for (let r = 1; r <= settings.rounds; r++) {
       yield* say(`  round ${r}/${settings.rounds}`)
       for (const target of targets) {
         yield* Database.quiesce(db)
-        const before = cpuNow(target)
+        const before = Cpu.sample(target.process?.pid, db.postmasterPid)
         const figures = yield* target.round(settings.roundSeconds)
-        const after = cpuNow(target)
-        const measured: MeasuredRound = {
-          ...figures,
-          cpu: {
-            server: share(before.server, after.server, figures.seconds),
-            postgres: share(before.postgres, after.postgres, figures.seconds),
-            load: share(before.load, after.load, figures.seconds) ?? 0,
-            other: share(0, others(before, after), figures.seconds)
-          },
-          cpuPerRequest: {
-            server: perRequest(before.server, after.server, figures.requests),
-            postgres: perRequest(before.postgres, after.postgres, figures.requests)
-          }
-        }
+        const after = Cpu.sample(target.process?.pid, db.postmasterPid)
+        const measured: MeasuredRound = { ...figures, ...Cpu.between(before, after, figures.seconds, figures.requests) }
         rounds.get(target.id)?.push(measured)
         yield* say(roundLine(target, measured))
       }
