@@ -14,7 +14,7 @@ import * as Cpu from "./Cpu.ts"
 import type { CpuPerRequest, CpuShares } from "./Cpu.ts"
 import * as Database from "./Database.ts"
 import { benchError, type BenchError, peakRssMiB } from "./Processes.ts"
-import type { Figures, GoalResult, Scenario, ScenarioContext, Target } from "./Scenario.ts"
+import { type Figures, type GoalResult, ratio, type Scenario, type ScenarioContext, type Target } from "./Scenario.ts"
 import { median, round, type RoundFigures } from "./Stats.ts"
 
 /** The counting pass that gives the round trips per request: this many requests, or fewer if they take longer than… */
@@ -225,8 +225,8 @@ export const runScenario = (
       return {
         subject: s,
         anchor: a,
-        throughput: round((x?.rps ?? Number.NaN) / (y?.rps ?? Number.NaN), 3),
-        p99: round((x?.p99 ?? Number.NaN) / (y?.p99 ?? Number.NaN), 3)
+        throughput: round(ratio(x?.rps, y?.rps), 3),
+        p99: round(ratio(x?.p99, y?.p99), 3)
       }
     })
     const seconds = round((Date.now() - started) / 1000, 1)
