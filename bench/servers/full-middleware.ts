@@ -7,30 +7,17 @@
  * start. What is left per request is our middleware; its authentication and
  * rate limit still make their round trip, as they do in the API.
  *
- * Keep this in step with Server.ts: a handler group added there must be added
- * here (tsc reports the missing one).
+ * The composition is Server.ts's own `appRoutes`, given these students handlers.
  *
  * Env: as the API (DATABASE_URL, PORT, HOST, LOG_LEVEL) and BENCH_SCHOOL_ID,
  * the school whose first page is served.
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { ByteSize, Effect, Layer, Option } from "effect"
-import { HttpIncomingMessage, HttpRouter } from "effect/http"
-import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { Effect, Layer, Option } from "effect"
+import { HttpRouter } from "effect/http"
 import { createServer } from "node:http"
-import { AuthenticationLive, RequireWriteScopeLive } from "@school/api/Authentication"
-import { ErrorEnvelope, routeTable } from "@school/api/ErrorEnvelope"
-import { HEALTH_ROUTES, HealthRoutes } from "@school/api/Health"
-import { CatalogHandlers } from "@school/api/http/Catalog"
-import { DemoLessonsHandlers } from "@school/api/http/DemoLessons"
-import { EnrollmentsHandlers } from "@school/api/http/Enrollments"
-import { LeadsHandlers } from "@school/api/http/Leads"
-import { PaymentsHandlers } from "@school/api/http/Payments"
 import { StudentsHandlersNoDeps } from "@school/api/http/Students"
-import { IdempotentWriteLive } from "@school/api/Idempotency"
-import { RequestValidationLive } from "@school/api/RequestValidation"
-import { DOCS_PATH, MAX_BODY_BYTES, OPENAPI_PATH } from "@school/api/Server"
-import { PublicApi } from "@school/domain/PublicApi"
+import { appRoutes } from "@school/api/Server"
 import { runMain } from "@school/persistence/Main"
 import { InvalidSetting, Settings } from "@school/persistence/Settings"
 import * as Sql from "@school/persistence/Sql"
@@ -47,26 +34,7 @@ const StudentsFromMemory = Layer.effect(
   })
 ).pipe(Layer.provide(Students.layer))
 
-const PublicRoutes = HttpApiBuilder.layer(PublicApi, { openapiPath: OPENAPI_PATH }).pipe(
-  Layer.provide([
-    StudentsHandlersNoDeps.pipe(Layer.provide(StudentsFromMemory)),
-    PaymentsHandlers,
-    CatalogHandlers,
-    LeadsHandlers,
-    DemoLessonsHandlers,
-    EnrollmentsHandlers
-  ]),
-  Layer.provide([AuthenticationLive, RequestValidationLive, RequireWriteScopeLive, IdempotentWriteLive])
-)
-
-const allowedMethods = routeTable(PublicApi, [...HEALTH_ROUTES, ["GET", OPENAPI_PATH], ["GET", DOCS_PATH]])
-
-const AppRoutes = Layer.mergeAll(
-  PublicRoutes,
-  HttpApiScalar.layerCdn(PublicApi, { path: DOCS_PATH }),
-  HealthRoutes,
-  ErrorEnvelope(allowedMethods)
-).pipe(Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES))))
+const AppRoutes = appRoutes(StudentsHandlersNoDeps.pipe(Layer.provide(StudentsFromMemory)))
 
 const program = Effect.gen(function*() {
   const settings = yield* Settings

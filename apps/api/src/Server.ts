@@ -28,17 +28,32 @@ export const DOCS_PATH = `${BASE_PATH}/docs`
 /** DECISIONS "Requests and responses": larger bodies get 413 payload_too_large. */
 export const MAX_BODY_BYTES = 256 * 1024
 
-const PublicRoutes = HttpApiBuilder.layer(PublicApi, { openapiPath: OPENAPI_PATH }).pipe(
-  Layer.provide([
-    StudentsHandlers,
-    PaymentsHandlers,
-    CatalogHandlers,
-    LeadsHandlers,
-    DemoLessonsHandlers,
-    EnrollmentsHandlers
-  ]),
-  Layer.provide([AuthenticationLive, RequestValidationLive, RequireWriteScopeLive, IdempotentWriteLive])
-)
+/**
+ * Every route of the API process; needs only a SqlClient. `students` swaps
+ * the students handlers (the benchmark's no-database variant uses this); the
+ * rest of the composition stays the one the process serves.
+ */
+export const appRoutes = (students: typeof StudentsHandlers = StudentsHandlers) => {
+  const publicRoutes = HttpApiBuilder.layer(PublicApi, { openapiPath: OPENAPI_PATH }).pipe(
+    Layer.provide([
+      students,
+      PaymentsHandlers,
+      CatalogHandlers,
+      LeadsHandlers,
+      DemoLessonsHandlers,
+      EnrollmentsHandlers
+    ]),
+    Layer.provide([AuthenticationLive, RequestValidationLive, RequireWriteScopeLive, IdempotentWriteLive])
+  )
+  return Layer.mergeAll(
+    publicRoutes,
+    HttpApiScalar.layerCdn(PublicApi, { path: DOCS_PATH }),
+    HealthRoutes,
+    ErrorEnvelope(allowedMethods)
+  ).pipe(
+    Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES)))
+  )
+}
 
 const allowedMethods = routeTable(PublicApi, [
   ...HEALTH_ROUTES,
@@ -46,15 +61,8 @@ const allowedMethods = routeTable(PublicApi, [
   ["GET", DOCS_PATH]
 ])
 
-/** Every route of the API process; needs only a SqlClient. */
-export const AppRoutes = Layer.mergeAll(
-  PublicRoutes,
-  HttpApiScalar.layerCdn(PublicApi, { path: DOCS_PATH }),
-  HealthRoutes,
-  ErrorEnvelope(allowedMethods)
-).pipe(
-  Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES)))
-)
+/** Every route of the API process, as it serves them. */
+export const AppRoutes = appRoutes()
 
 export interface ServerOptions {
   readonly databaseUrl: string
