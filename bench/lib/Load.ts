@@ -41,6 +41,8 @@ export const requestOf = (load: HttpLoad, i: number) => {
 export interface LoadOptions {
   readonly connections: number
   readonly seconds: number
+  /** Requests per second over all connections (an open load); none: as fast as answered. */
+  readonly rate?: number | undefined
 }
 
 /** One round of `seconds` against `load`. */
@@ -55,6 +57,7 @@ export const runHttp = (load: HttpLoad, options: LoadOptions): Effect.Effect<Rou
       connections: options.connections,
       pipelining: 1,
       duration: options.seconds,
+      ...(options.rate === undefined ? {} : { overallRate: options.rate }),
       requests: [{
         method: load.method ?? "GET",
         path: load.paths[0] ?? "/",

@@ -15,13 +15,12 @@
  *   once it knows the key is over budget. Goals: the others' p99 within 1.5x of
  *   quiet; the flood costs the database (almost) nothing per request.
  */
-import autocannon from "autocannon"
 import { Effect, Fiber } from "effect"
 import { ApiKey, Plans } from "@school/domain"
 import { randomBytes } from "node:crypto"
 import { benchError } from "../lib/Processes.ts"
 import { figuresOf, httpTarget, ms, ratio, type Scenario, type Target, times } from "../lib/Scenario.ts"
-import { LatencyRecorder, type RoundFigures } from "../lib/Stats.ts"
+import { runHttp } from "../lib/Load.ts"
 
 /** A light authenticated GET (the school's 5 filials), so the limiter's share of the work shows. */
 const PATH = "/api/public/v1/filials?per_page=5"
@@ -106,7 +105,7 @@ const flood = { requests: 0, statuses: {} as Record<string, number> }
 /**
  * `keys` (taken in turn) at `rate` requests per second from `connections`
  * connections, for `seconds`: an open load, so latencies compare at the same
- * offered load rather than at saturation.
+ * offered load rather than at saturation. `tally` adds up the responses.
  */
 const runAtRate = (
   baseUrl: string,
@@ -116,51 +115,17 @@ const runAtRate = (
   seconds: number,
   tally?: { requests: number; statuses: Record<string, number> }
 ) =>
-  Effect.callback<RoundFigures>((resume) => {
-    const recorder = new LatencyRecorder()
-    const statuses: Record<string, number> = {}
-    let non2xx = 0
-    let next = 0
-    const instance = autocannon({
-      url: baseUrl + PATH,
-      connections,
-      pipelining: 1,
-      duration: seconds,
-      overallRate: rate,
-      requests: [{
-        method: "GET",
-        path: PATH,
-        setupRequest: (request) => ({
-          ...request,
-          headers: { authorization: `Bearer ${keys[next++ % keys.length] ?? ""}` }
-        })
-      }]
-    }, (error, result) => {
-      if (error !== null && error !== undefined) {
-        resume(Effect.die(error))
-        return
-      }
-      if (tally !== undefined) {
-        tally.requests += recorder.count
-        for (const [status, count] of Object.entries(statuses)) tally.statuses[status] = (tally.statuses[status] ?? 0) + count
-      }
-      resume(Effect.succeed({
-        requests: recorder.count,
-        seconds: result.duration,
-        rps: result.duration > 0 ? recorder.count / result.duration : 0,
-        ...recorder.percentiles(),
-        non2xx,
-        errors: result.errors,
-        statuses
-      }))
-    })
-    instance.on("response", (_client, status, _bytes, latency) => {
-      recorder.add(latency)
-      statuses[status] = (statuses[status] ?? 0) + 1
-      if (status < 200 || status > 299) non2xx++
-    })
-    return Effect.sync(() => instance.stop())
-  })
+  runHttp({ baseUrl, paths: [PATH], keys }, { connections, seconds, rate }).pipe(
+    Effect.tap((figures) =>
+      Effect.sync(() => {
+        if (tally === undefined) return
+        tally.requests += figures.requests
+        for (const [status, count] of Object.entries(figures.statuses)) {
+          tally.statuses[status] = (tally.statuses[status] ?? 0) + count
+        }
+      })
+    )
+  )
 
 /** One key at `rate` requests per second from many connections. */
 const runFlood = (baseUrl: string, key: string, rate: number, seconds: number) =>
