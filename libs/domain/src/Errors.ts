@@ -155,12 +155,11 @@ const publicErrorClasses = [
 export const isPublicError = (u: unknown): u is PublicError => publicErrorClasses.some((C) => u instanceof C)
 
 /** The envelope as plain JSON, for responses written outside HttpApi. */
-export const toEnvelope = (error: PublicError) => ({
-  error: {
-    code: codes[error._tag],
-    message: error.message,
-    ...(error.fields === undefined ? {} : { fields: error.fields })
-  }
+export const toEnvelope = (error: PublicError) => wire(codes[error._tag], error)
+
+/** The envelope of one error body under its code; `fields` only when there are any (spec 7.1). */
+const wire = <C extends string>(code: C, { message, fields }: ErrorBody) => ({
+  error: { code, message, ...(fields === undefined ? {} : { fields }) }
 })
 
 /**
@@ -182,10 +181,7 @@ export const envelope = <S extends Schema.Constraint & (new(props: ErrorBody) =>
       Schema.toType(self),
       SchemaTransformation.transform({
         decode: ({ error }) => new self(error.fields === undefined ? { message: error.message } : error),
-        encode: (e: S["Type"]) => {
-          const { message, fields } = e as ErrorBody
-          return { error: { code, message, ...(fields === undefined ? {} : { fields }) } }
-        }
+        encode: (e: S["Type"]) => wire(code, e as ErrorBody)
       })
     )
   )
