@@ -45,3 +45,13 @@ const withoutTotal = ({ total: _total, ...rest }: TotalRow) => rest
  */
 export const countedTotal = (sql: SqlClient.SqlClient, table: "students" | "payments", schoolId: number) =>
   sql`SELECT coalesce((SELECT n::int FROM row_counts WHERE school_id = ${schoolId} AND table_name = ${table}), 0) AS total`
+
+/**
+ * The WHERE of a school's list with an optional `updated_since` (spec 4.3
+ * rule 4): `>=` the instant, passed to Postgres as validated text so its
+ * microseconds survive; legacy rows (updated_at NULL) never match.
+ */
+export const updatedSinceFilter = (sql: SqlClient.SqlClient, schoolId: number, updatedSince: string | undefined) =>
+  updatedSince === undefined
+    ? sql`school_id = ${schoolId}`
+    : sql`school_id = ${schoolId} AND updated_at >= ${updatedSince}::timestamptz`

@@ -2,7 +2,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { Models, Money, Pagination } from "@school/domain"
 import { SqlClient } from "effect/sql"
-import { countedTotal, listPage } from "./Paging.ts"
+import { countedTotal, listPage, updatedSinceFilter } from "./Paging.ts"
 
 const PaymentRow = Schema.Struct({
   ...Models.Payment.fields,
@@ -22,9 +22,7 @@ export class Payments extends Context.Service<Payments, {
       return Payments.of({
         list: (schoolId, { page, updatedSince }) => {
           const { limit, offset } = Pagination.toWindow(page)
-          const filter = updatedSince === undefined
-            ? sql`school_id = ${schoolId}`
-            : sql`school_id = ${schoolId} AND updated_at >= ${updatedSince}::timestamptz`
+          const filter = updatedSinceFilter(sql, schoolId, updatedSince)
           return listPage(
             PaymentRow,
             updatedSince === undefined

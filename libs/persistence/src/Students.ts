@@ -5,7 +5,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { Models, Money, Pagination } from "@school/domain"
 import { SqlClient } from "effect/sql"
-import { countedTotal, listPage } from "./Paging.ts"
+import { countedTotal, listPage, updatedSinceFilter } from "./Paging.ts"
 
 const StudentRow = Schema.Struct({
   ...Models.StudentListItem.fields,
@@ -38,10 +38,7 @@ export class Students extends Context.Service<Students, {
 
       const list = (schoolId: number, { page, updatedSince }: ListStudents) => {
         const { limit, offset } = Pagination.toWindow(page)
-        // Legacy rows (updated_at NULL) never match `>=` (spec 4.3 rule 4).
-        const filter = updatedSince === undefined
-          ? sql`school_id = ${schoolId}`
-          : sql`school_id = ${schoolId} AND updated_at >= ${updatedSince}::timestamptz`
+        const filter = updatedSinceFilter(sql, schoolId, updatedSince)
         return listPage(
           StudentRow,
           updatedSince === undefined
