@@ -5,12 +5,15 @@
  * a record for its key. The store (libs/persistence/src/Idempotency.ts) and
  * the middleware (apps/api/src/Idempotency.ts) only carry these out.
  */
-import { Result, Schema } from "effect"
+import { Duration, Result, Schema } from "effect"
 import { MissingIdempotencyKey, ValidationFailed } from "./Errors.ts"
 
 /** The header, as the specification and `fields` spell it (spec 7.1). */
 export const HEADER = "Idempotency-Key"
 export const MAX_KEY_LENGTH = 255
+
+/** How long a repeat waits for a running first attempt before 409 (IDEMPOTENCY_WAIT's default; docs/decisions.md "Idempotency"). */
+export const DEFAULT_WAIT: Duration.Duration = Duration.seconds(2)
 
 const KEY_PATTERN = /^[\x20-\x7E]{1,255}$/
 

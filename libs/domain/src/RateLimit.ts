@@ -31,6 +31,11 @@
  * the order in which the database serialized the requests.
  */
 
+import { Duration } from "effect"
+
+/** The budget window of spec 8: 60 seconds (RATE_LIMIT_WINDOW's default; tests shorten it). */
+export const WINDOW: Duration.Duration = Duration.minutes(1)
+
 /** An empty slot: older than any window of a clock counted from the Unix epoch. */
 export const EMPTY = 0
 
