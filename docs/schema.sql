@@ -1,5 +1,5 @@
 -- The schema as the migrations in libs/persistence/src/migrations build it:
--- 0001_core, 0100_writes, 0200_rate_limits, 0201_rate_limit_chunks, 0202_rate_limit_first_request, 0203_rate_limit_no_foreign_keys, 0300_row_counts.
+-- 0001_core, 0100_writes, 0200_rate_limits, 0300_row_counts.
 -- Written by test/persistence/schemaFile.test.ts from the catalog; do not edit.
 -- After a new migration: UPDATE_SCHEMA=1 npx vitest run test/persistence/schemaFile.test.ts
 

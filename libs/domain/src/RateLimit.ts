@@ -1,7 +1,7 @@
 /**
  * The per-key sliding-window limiter's state and its pure transition (spec 8,
  * DECISIONS "Rate limits"). `libs/persistence` runs the same transition in SQL
- * (migrations `0200_rate_limits`, `0201_rate_limit_chunks`) so every API
+ * (migration `0200_rate_limits`) so every API
  * process shares one state per key; the property tests hold both to the
  * reference model, a plain list of accepted timestamps.
  *

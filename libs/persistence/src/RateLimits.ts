@@ -4,7 +4,7 @@
  * on every request, so a plan change applies to the next one), and, only if
  * the presented secret's hash matches and the key is neither revoked nor
  * expired, decides the request on the key's shared state and records it when
- * accepted (`rate_limit_take`, migration 0201). A request that does not
+ * accepted (`rate_limit_take`, migration 0200). A request that does not
  * authenticate writes nothing; a rejected one writes nothing either (a 429
  * consumes no budget, and a flood of them is not a flood of writes).
  *
