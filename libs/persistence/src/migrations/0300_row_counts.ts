@@ -1,5 +1,5 @@
 /**
- * `meta.total` without counting (ARCHITECTURE "Performance habits": a
+ * `meta.total` without counting (docs/development.md "Performance habits": a
  * count(*) over a million rows is not free). `row_counts` keeps, per school,
  * how many students and payments exist; statement-level triggers with
  * transition tables keep it exact in the same transaction as the rows, so an
