@@ -17,6 +17,7 @@ import { Effect, Layer, Option } from "effect"
 import { HttpRouter } from "effect/http"
 import { createServer } from "node:http"
 import { StudentsHandlersNoDeps } from "@school/api/http/Students"
+import * as Ids from "@school/domain/Ids"
 import { appRoutes } from "@school/api/Server"
 import { runMain } from "@school/persistence/Main"
 import { InvalidSetting, Settings } from "@school/persistence/Settings"
@@ -28,7 +29,7 @@ const StudentsFromMemory = Layer.effect(
   Students,
   Effect.gen(function*() {
     const real = yield* Students
-    const schoolId = Number(process.env["BENCH_SCHOOL_ID"])
+    const schoolId = Ids.SchoolId.make(Number(process.env["BENCH_SCHOOL_ID"]))
     const page = yield* real.list(schoolId, { page: { page: 1, perPage: 20 } })
     return Students.of({ list: () => Effect.succeed(page), get: real.get })
   })

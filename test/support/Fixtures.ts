@@ -3,6 +3,7 @@
  * students, groups, enrollments, payments, lessons and API keys in any state
  * (revoked, expired). Each helper returns the ids it created.
  */
+import * as Ids from "@school/domain/Ids"
 import { issueApiKey } from "@school/persistence/Schools"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -31,7 +32,7 @@ export interface KeyOptions {
 /** Issues a key (as the operator does) in the given state and returns the whole `svc_…` string. */
 export const key = Effect.fnUntraced(function*(schoolId: number, options: KeyOptions = {}) {
   const sql = yield* SqlClient.SqlClient
-  const issued = yield* issueApiKey(schoolId, {
+  const issued = yield* issueApiKey(Ids.SchoolId.make(schoolId), {
     name: "test",
     scope: options.scope ?? "read",
     expiresAt: options.expired === true ? new Date(Date.now() - 60_000).toISOString() : null

@@ -16,6 +16,7 @@
 import { Console, Effect, Option, Schema } from "effect"
 import { CliError, CliOutput, Command, Flag } from "effect/cli"
 import * as NodeServices from "@effect/platform-node/NodeServices"
+import * as Ids from "@school/domain/Ids"
 import { seedDemo } from "@school/persistence/DemoSeed"
 import { runMain } from "@school/persistence/Main"
 import { createSchool, MAIN_FUNNEL_STATUSES, setPlan } from "@school/persistence/Schools"
@@ -78,7 +79,7 @@ const setPlanCommand = Command.make(
   "set-plan",
   {
     school: Flag.Int("school").pipe(
-      Flag.filter((id) => id > 0, () => "--school must be a positive school id"),
+      Flag.filterMap((id) => Ids.SchoolId.makeOption(id), () => "--school must be a positive school id"),
       Flag.withDescription("School id")
     ),
     plan,

@@ -4,20 +4,20 @@
  */
 import { Context, Effect, Layer } from "effect"
 import type { Schema } from "effect"
-import { Models, Pagination } from "@school/domain"
+import { type Ids, Models, Pagination } from "@school/domain"
 import type { LessonWindow } from "@school/domain/LessonWindow"
 import { SqlClient } from "effect/sql"
 import type { Statement } from "effect/sql"
-import { listPage } from "./Paging.ts"
+import { pageReader } from "./Paging.ts"
 import type { PageResult } from "./Paging.ts"
 
 export class Catalog extends Context.Service<Catalog, {
-  groups(schoolId: number, page: Pagination.PageRequest): Effect.Effect<PageResult<Models.Group>>
-  lessons(schoolId: number, window: LessonWindow, page: Pagination.PageRequest): Effect.Effect<PageResult<Models.Lesson>>
-  filials(schoolId: number, page: Pagination.PageRequest): Effect.Effect<PageResult<typeof Models.Filial.Type>>
-  subjects(schoolId: number, page: Pagination.PageRequest): Effect.Effect<PageResult<typeof Models.Subject.Type>>
-  programs(schoolId: number, page: Pagination.PageRequest): Effect.Effect<PageResult<typeof Models.Program.Type>>
-  levels(schoolId: number, page: Pagination.PageRequest): Effect.Effect<PageResult<typeof Models.Level.Type>>
+  groups(schoolId: Ids.SchoolId, page: Pagination.PageRequest): Effect.Effect<PageResult<Models.Group>>
+  lessons(schoolId: Ids.SchoolId, window: LessonWindow, page: Pagination.PageRequest): Effect.Effect<PageResult<Models.Lesson>>
+  filials(schoolId: Ids.SchoolId, page: Pagination.PageRequest): Effect.Effect<PageResult<typeof Models.Filial.Type>>
+  subjects(schoolId: Ids.SchoolId, page: Pagination.PageRequest): Effect.Effect<PageResult<typeof Models.Subject.Type>>
+  programs(schoolId: Ids.SchoolId, page: Pagination.PageRequest): Effect.Effect<PageResult<typeof Models.Program.Type>>
+  levels(schoolId: Ids.SchoolId, page: Pagination.PageRequest): Effect.Effect<PageResult<typeof Models.Level.Type>>
 }>()("school/persistence/Catalog") {
   static readonly layer = Layer.effect(
     Catalog,
@@ -29,29 +29,30 @@ export class Catalog extends Context.Service<Catalog, {
         row: S,
         table: string,
         columns: Statement.Fragment
-      ) =>
-      (schoolId: number, page: Pagination.PageRequest) => {
-        const { limit, offset } = Pagination.toWindow(page)
-        return listPage(
-          row,
-          sql`SELECT count(*)::int AS total FROM ${sql(table)} WHERE school_id = ${schoolId}`,
-          sql`SELECT ${columns} FROM ${sql(table)} WHERE school_id = ${schoolId}
-              ORDER BY id LIMIT ${limit} OFFSET ${offset}`
-        ).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+      ) => {
+        const readPage = pageReader(sql, row)
+        return (schoolId: Ids.SchoolId, page: Pagination.PageRequest) => {
+          const { limit, offset } = Pagination.toWindow(page)
+          return readPage(
+            sql`SELECT count(*)::int AS total FROM ${sql(table)} WHERE school_id = ${schoolId}`,
+            sql`SELECT ${columns} FROM ${sql(table)} WHERE school_id = ${schoolId}
+                ORDER BY id LIMIT ${limit} OFFSET ${offset}`
+          )
+        }
       }
 
-      const lessons = (schoolId: number, window: LessonWindow, page: Pagination.PageRequest) => {
+      const readLessons = pageReader(sql, Models.Lesson)
+      const lessons = (schoolId: Ids.SchoolId, window: LessonWindow, page: Pagination.PageRequest) => {
         const { limit, offset } = Pagination.toWindow(page)
         const filter = sql`school_id = ${schoolId}
           AND starts_at >= ${window.startsFrom}::timestamptz AND starts_at < ${window.startsBefore}::timestamptz`
-        return listPage(
-          Models.Lesson,
+        return readLessons(
           sql`SELECT count(*)::int AS total FROM lessons WHERE ${filter}`,
           sql`SELECT id, group_id, filial_id, teacher_id, api_ts(starts_at) AS starts_at,
                      api_ts(ends_at) AS ends_at, topic
               FROM lessons WHERE ${filter}
               ORDER BY id LIMIT ${limit} OFFSET ${offset}`
-        ).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+        )
       }
 
       return Catalog.of({

@@ -1,9 +1,9 @@
 /**
- * Enrolling students of one school into its groups (spec 4.2, 7.2; DECISIONS
- * "Writes"), as POST /students/{id}/groups does it: one statement takes a
- * place in the group, records the enrollment, moves the student's
- * last-modified time (the card's active_groups changed) and appends
- * `group.enrolled` to the outbox.
+ * Enrolling students of one school into its groups (spec 4.2, 7.2;
+ * docs/decisions.md "Writes"), as POST /students/{id}/groups does it:
+ * one statement takes a place in the group, records the enrollment, moves
+ * the student's last-modified time (the card's active_groups changed) and
+ * appends `group.enrolled` to the outbox.
  *
  * Capacity under concurrency: the place is taken by `UPDATE groups … WHERE
  * enrolled_count < capacity`, which locks the group's row; a concurrent
@@ -13,36 +13,35 @@
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { Enrollments as EnrollmentRules, Errors } from "@school/domain"
+import { Enrollments as EnrollmentRules, Errors, type Ids } from "@school/domain"
 import { insertEvents } from "./Outbox.ts"
 
 const decodeEnrollment = Schema.decodeUnknownEffect(EnrollmentRules.Enrollment)
 
-interface EnrollRow {
-  readonly student_found: boolean
-  readonly group_found: boolean
-  readonly already: boolean
-  readonly id: number | null
-  readonly student_id: number | null
-  readonly group_id: number | null
-  readonly enrolled_at: string | null
-}
+/** What the statement found, beside the enrollment's columns (NULL when none was made). */
+const EnrollOutcome = Schema.Struct({
+  student_found: Schema.Boolean,
+  group_found: Schema.Boolean,
+  already: Schema.Boolean,
+  id: Schema.NullOr(Schema.Int)
+})
+const decodeOutcome = Schema.decodeUnknownEffect(EnrollOutcome)
 
 export type EnrollError = Errors.StudentNotFound | Errors.GroupNotFound | Errors.GroupFull | Errors.AlreadyEnrolled
 
-const alreadyEnrolled = (studentId: number, groupId: number) =>
+const alreadyEnrolled = (studentId: Ids.StudentId, groupId: Ids.GroupId) =>
   new Errors.AlreadyEnrolled({ message: `Student ${studentId} is already enrolled in group ${groupId}.` })
 
 export class Enrollments extends Context.Service<Enrollments, {
-  enroll(schoolId: number, studentId: number, groupId: number): Effect.Effect<EnrollmentRules.Enrollment, EnrollError>
+  enroll(schoolId: Ids.SchoolId, studentId: Ids.StudentId, groupId: Ids.GroupId): Effect.Effect<EnrollmentRules.Enrollment, EnrollError>
 }>()("school/persistence/Enrollments") {
   static readonly layer = Layer.effect(
     Enrollments,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
 
-      const enroll = Effect.fnUntraced(function*(schoolId: number, studentId: number, groupId: number) {
-        const rows = yield* sql<EnrollRow>`
+      const enroll = Effect.fnUntraced(function*(schoolId: Ids.SchoolId, studentId: Ids.StudentId, groupId: Ids.GroupId) {
+        const rows = yield* sql`
           WITH student AS (
             SELECT id FROM students WHERE school_id = ${schoolId} AND id = ${studentId}::int
           ), grp AS (
@@ -91,8 +90,9 @@ export class Enrollments extends Context.Service<Enrollments, {
           ),
           Effect.catchTag("SqlError", Effect.die)
         )
-        const row = rows[0]
-        if (row === undefined || !row.student_found) {
+        // One row always: VALUES (1) LEFT JOIN the enrollment.
+        const row = yield* Effect.orDie(decodeOutcome(rows[0]))
+        if (!row.student_found) {
           return yield* new Errors.StudentNotFound({ message: `Student ${studentId} not found in this school.` })
         }
         if (!row.group_found) {
@@ -102,7 +102,7 @@ export class Enrollments extends Context.Service<Enrollments, {
         if (row.id === null) {
           return yield* new Errors.GroupFull({ message: `Group ${groupId} has no free places.` })
         }
-        return yield* Effect.orDie(decodeEnrollment(row))
+        return yield* Effect.orDie(decodeEnrollment(rows[0]))
       })
 
       return Enrollments.of({ enroll })

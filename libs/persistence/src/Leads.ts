@@ -7,21 +7,21 @@
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { Errors, Leads as LeadRules } from "@school/domain"
+import { Errors, type Ids, Leads as LeadRules } from "@school/domain"
 import { insertEvents } from "./Outbox.ts"
 
 const decodeLead = Schema.decodeUnknownEffect(LeadRules.Lead)
 
 export class Leads extends Context.Service<Leads, {
   /** funnel_not_found when a non-zero funnel is not the school's (or the school has no usable funnel). */
-  create(schoolId: number, lead: LeadRules.NewLead): Effect.Effect<LeadRules.Lead, Errors.FunnelNotFound>
+  create(schoolId: Ids.SchoolId, lead: LeadRules.NewLead): Effect.Effect<LeadRules.Lead, Errors.FunnelNotFound>
 }>()("school/persistence/Leads") {
   static readonly layer = Layer.effect(
     Leads,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
 
-      const create = Effect.fnUntraced(function*(schoolId: number, lead: LeadRules.NewLead) {
+      const create = Effect.fnUntraced(function*(schoolId: Ids.SchoolId, lead: LeadRules.NewLead) {
         const isMain = lead.funnelId === LeadRules.MAIN_FUNNEL
         // spec 2.2: 0 is the main funnel, stored as NULL (a placeholder, not a foreign key).
         const funnel = isMain ? sql`f.is_main` : sql`f.id = ${lead.funnelId}::int`

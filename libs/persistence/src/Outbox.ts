@@ -1,5 +1,5 @@
 /**
- * The outbox (spec 6.3, ARCHITECTURE "apps/dispatcher"): the table
+ * The outbox (spec 6.3, docs/development.md "apps/dispatcher"): the table
  * `outbox_events` that business writes append their webhook events to, in
  * their own transaction, and that the dispatcher reads. A statement trigger
  * sends NOTIFY on `OUTBOX_CHANNEL` with every insert; PostgreSQL delivers it
@@ -11,7 +11,7 @@
  * in its order, exactly `Events.payloads[event]`), `created_at`,
  * `fanned_out_at` (NULL until the dispatcher has made its deliveries).
  */
-import type { Events } from "@school/domain"
+import type { Events, Ids } from "@school/domain"
 import type { SqlClient, Statement } from "effect/sql"
 
 export const OUTBOX_CHANNEL = "outbox_events"
@@ -24,7 +24,7 @@ export const OUTBOX_CHANNEL = "outbox_events"
 export const insertEvents = (
   sql: SqlClient.SqlClient,
   options: {
-    readonly schoolId: number
+    readonly schoolId: Ids.SchoolId
     readonly event: Events.EventName
     readonly payload: Statement.Fragment
     readonly from: Statement.Fragment

@@ -1,8 +1,8 @@
 /** Payments of one school, as the public API reads them (spec 2.4). */
 import { Context, Effect, Layer, Schema } from "effect"
-import { Models, Money, Pagination } from "@school/domain"
+import { type Ids, Models, Money, Pagination } from "@school/domain"
 import { SqlClient } from "effect/sql"
-import { countedTotal, listPage, updatedSinceFilter } from "./Paging.ts"
+import { countedTotal, pageReader, updatedSinceFilter } from "./Paging.ts"
 
 const PaymentRow = Schema.Struct({
   ...Models.Payment.fields,
@@ -10,7 +10,7 @@ const PaymentRow = Schema.Struct({
 })
 
 export class Payments extends Context.Service<Payments, {
-  list(schoolId: number, request: { readonly page: Pagination.PageRequest; readonly updatedSince?: string | undefined }): Effect.Effect<{
+  list(schoolId: Ids.SchoolId, request: { readonly page: Pagination.PageRequest; readonly updatedSince?: string | undefined }): Effect.Effect<{
     readonly items: ReadonlyArray<Models.Payment>
     readonly total: number
   }>
@@ -19,12 +19,12 @@ export class Payments extends Context.Service<Payments, {
     Payments,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const readPage = pageReader(sql, PaymentRow)
       return Payments.of({
         list: (schoolId, { page, updatedSince }) => {
           const { limit, offset } = Pagination.toWindow(page)
           const filter = updatedSinceFilter(sql, schoolId, updatedSince)
-          return listPage(
-            PaymentRow,
+          return readPage(
             updatedSince === undefined
               ? countedTotal(sql, "payments", schoolId)
               : sql`SELECT count(*)::int AS total FROM payments WHERE ${filter}`,
@@ -35,7 +35,7 @@ export class Payments extends Context.Service<Payments, {
                 FROM (SELECT id FROM payments WHERE ${filter} ORDER BY id LIMIT ${limit} OFFSET ${offset}) ids
                 JOIN payments p ON p.school_id = ${schoolId} AND p.id = ids.id
                 ORDER BY p.id`
-          ).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+          )
         }
       })
     })

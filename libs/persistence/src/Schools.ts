@@ -1,12 +1,14 @@
 /**
- * Owns the life of a school as the operator sees it (CONTRACT "Operator
- * CLI"): creating one with its owner and main funnel, changing its plan, and
- * issuing API keys. Each is one statement (data-modifying CTEs), so a school
- * is never half created. SQL errors are defects here; callers see only the
- * errors below.
+ * Owns the life of a school as the operator sees it (docs/operators.md
+ * "Operator CLI"): creating one with its owner and main funnel, changing its
+ * plan, and issuing API keys. Each is one statement (data-modifying CTEs),
+ * so a school is never half created. Rows are decoded here; SQL and decode errors are
+ * defects, so callers see only the errors below.
  */
 import { formatApiKey, generateApiKey, hashSecret } from "@school/domain/ApiKey"
+import * as Ids from "@school/domain/Ids"
 import type { Plan } from "@school/domain/Plans"
+import { Scope } from "@school/domain/PublicApi"
 import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomBytes } from "node:crypto"
@@ -28,7 +30,7 @@ export class SchoolNotFound extends Schema.TaggedError<SchoolNotFound>()("School
   }
 }
 
-/** The main funnel every school starts with (CONTRACT "schools create"). */
+/** The main funnel every school starts with (docs/operators.md "schools create"). */
 export const MAIN_FUNNEL_NAME = "Main funnel"
 export const MAIN_FUNNEL_STATUSES: ReadonlyArray<{ readonly name: string; readonly priority: number }> = [
   { name: "Incoming", priority: 10 },
@@ -48,11 +50,13 @@ export interface NewSchool {
   }
 }
 
-export interface CreatedSchool {
-  readonly school_id: number
-  readonly owner_id: number
-  readonly main_funnel_id: number
-}
+const CreatedSchool = Schema.Struct({
+  school_id: Ids.SchoolId,
+  owner_id: Schema.Int,
+  main_funnel_id: Schema.Int
+})
+export type CreatedSchool = typeof CreatedSchool.Type
+const decodeCreated = Schema.decodeUnknownEffect(CreatedSchool)
 
 /** Login e-mails are compared trimmed and lower-cased. */
 export const normalizeEmail = (email: string): string => email.trim().toLowerCase()
@@ -69,7 +73,7 @@ export const createSchool = Effect.fn("Schools.createSchool")(
     const statuses = sql.join(", ", false)(
       MAIN_FUNNEL_STATUSES.map((status) => sql`(${status.name}::text, ${status.priority}::int)`)
     )
-    const rows = yield* sql<CreatedSchool>`
+    const rows = yield* sql`
       WITH school AS (
         INSERT INTO schools (name, plan) VALUES (${input.name}, ${input.plan}) RETURNING id
       ), owner AS (
@@ -93,47 +97,51 @@ export const createSchool = Effect.fn("Schools.createSchool")(
         reason.constraint === "login_emails_pkey" ? Effect.fail(new EmailTaken({ email })) : Effect.die(error)),
       Effect.catchTag("SqlError", Effect.die)
     )
-    const created = rows[0]
-    if (created === undefined) return yield* Effect.die(new Error("createSchool returned no row"))
-    return created
+    // One row: the school, its owner and its funnel were inserted together.
+    return yield* Effect.orDie(decodeCreated(rows[0]))
   }
 )
 
 /** Sets (or, with `null`, clears) a school's plan. */
 export const setPlan = Effect.fn("Schools.setPlan")(
-  function*(schoolId: number, plan: Plan | null): Effect.fn.Return<void, SchoolNotFound, SqlClient.SqlClient> {
+  function*(schoolId: Ids.SchoolId, plan: Plan | null): Effect.fn.Return<void, SchoolNotFound, SqlClient.SqlClient> {
     const sql = yield* SqlClient.SqlClient
     const rows = yield* sql`UPDATE schools SET plan = ${plan} WHERE id = ${schoolId} RETURNING id`.pipe(Effect.orDie)
     if (rows.length === 0) return yield* new SchoolNotFound({ schoolId })
   }
 )
 
-export type ApiKeyScope = "read" | "write"
-
 export interface NewApiKey {
   readonly name: string
-  readonly scope: ApiKeyScope
+  readonly scope: Scope
   /** ISO 8601; none: never expires. */
   readonly expiresAt?: string | null | undefined
 }
 
+/** The key's row as stored (no secret). */
+const IssuedKeyRow = Schema.Struct({
+  id: Ids.ApiKeyId,
+  name: Schema.String,
+  scope: Scope,
+  prefix: Schema.String,
+  created_at: Schema.String,
+  expires_at: Schema.NullOr(Schema.String)
+})
+type IssuedKeyRow = typeof IssuedKeyRow.Type
+const decodeIssued = Schema.decodeUnknownEffect(IssuedKeyRow)
+
 /** The key as issued: `key` is the whole `svc_…` string, shown this once and never stored. */
-export interface IssuedApiKey {
-  readonly id: number
-  readonly name: string
-  readonly scope: ApiKeyScope
-  readonly prefix: string
+export interface IssuedApiKey extends IssuedKeyRow {
   readonly key: string
-  readonly created_at: string
-  readonly expires_at: string | null
 }
 
-const insertKey = (schoolId: number, input: NewApiKey) =>
+const insertKey = (schoolId: Ids.SchoolId, input: NewApiKey) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const drawn = generateApiKey((n) => randomBytes(n))
-    // SHA-256 of the secret part is all the database ever holds of a key (DECISIONS "Authentication").
-    const rows = yield* sql<Omit<IssuedApiKey, "key">>`
+    // SHA-256 of the secret part is all the database ever holds of a key
+    // (docs/decisions.md "Authentication and scopes").
+    const rows = yield* sql`
       WITH key AS (
         INSERT INTO api_keys (school_id, name, prefix, secret_hash, scope, expires_at)
         VALUES (${schoolId}, ${input.name}, ${drawn.prefix}, ${hashSecret(drawn.secret)}, ${input.scope},
@@ -144,8 +152,8 @@ const insertKey = (schoolId: number, input: NewApiKey) =>
       )
       SELECT id, name, scope, prefix, api_ts(created_at) AS created_at, api_ts(expires_at) AS expires_at FROM key
     `
-    const row = rows[0]
-    if (row === undefined) return yield* Effect.die(new Error("issueApiKey returned no row"))
+    // One row: the key was inserted (or the statement failed).
+    const row = yield* Effect.orDie(decodeIssued(rows[0]))
     return { ...row, key: formatApiKey(drawn) } satisfies IssuedApiKey
   })
 
@@ -156,7 +164,7 @@ const insertKey = (schoolId: number, input: NewApiKey) =>
  */
 export const issueApiKey = Effect.fn("Schools.issueApiKey")(
   function*(
-    schoolId: number,
+    schoolId: Ids.SchoolId,
     input: NewApiKey
   ): Effect.fn.Return<IssuedApiKey, SchoolNotFound, SqlClient.SqlClient> {
     return yield* insertKey(schoolId, input).pipe(

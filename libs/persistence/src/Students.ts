@@ -3,9 +3,9 @@
  * Every function takes the caller's school: no query can forget it.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { Models, Money, Pagination } from "@school/domain"
+import { type Ids, Models, Money, Pagination } from "@school/domain"
 import { SqlClient } from "effect/sql"
-import { countedTotal, listPage, updatedSinceFilter } from "./Paging.ts"
+import { countedTotal, pageReader, updatedSinceFilter } from "./Paging.ts"
 
 const StudentRow = Schema.Struct({
   ...Models.StudentListItem.fields,
@@ -16,6 +16,7 @@ const StudentCardRow = Schema.Struct({
   ...Models.StudentCard.fields,
   balance_kopecks: Money.KopecksFromBigInt
 })
+const decodeCard = Schema.decodeUnknownEffect(StudentCardRow)
 
 export interface ListStudents {
   readonly page: Pagination.PageRequest
@@ -24,23 +25,22 @@ export interface ListStudents {
 }
 
 export class Students extends Context.Service<Students, {
-  list(schoolId: number, request: ListStudents): Effect.Effect<{
+  list(schoolId: Ids.SchoolId, request: ListStudents): Effect.Effect<{
     readonly items: ReadonlyArray<Models.StudentListItem>
     readonly total: number
   }>
-  get(schoolId: number, id: number): Effect.Effect<Option.Option<Models.StudentCard>>
+  get(schoolId: Ids.SchoolId, id: Ids.StudentId): Effect.Effect<Option.Option<Models.StudentCard>>
 }>()("school/persistence/Students") {
   static readonly layer = Layer.effect(
     Students,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const provide = Effect.provideService(SqlClient.SqlClient, sql)
+      const readPage = pageReader(sql, StudentRow)
 
-      const list = (schoolId: number, { page, updatedSince }: ListStudents) => {
+      const list = (schoolId: Ids.SchoolId, { page, updatedSince }: ListStudents) => {
         const { limit, offset } = Pagination.toWindow(page)
         const filter = updatedSinceFilter(sql, schoolId, updatedSince)
-        return listPage(
-          StudentRow,
+        return readPage(
           updatedSince === undefined
             ? countedTotal(sql, "students", schoolId)
             : sql`SELECT count(*)::int AS total FROM students WHERE ${filter}`,
@@ -52,10 +52,10 @@ export class Students extends Context.Service<Students, {
               FROM (SELECT id FROM students WHERE ${filter} ORDER BY id LIMIT ${limit} OFFSET ${offset}) ids
               JOIN students s ON s.school_id = ${schoolId} AND s.id = ids.id
               ORDER BY s.id`
-        ).pipe(provide)
+        )
       }
 
-      const get = (schoolId: number, id: number) =>
+      const get = (schoolId: Ids.SchoolId, id: Ids.StudentId) =>
         sql`SELECT s.id, s.fio, s.phone, s.email, s.balance_kopecks, s.filial_id,
                    api_ts(s.created_at) AS created_at, api_ts(s.updated_at) AS updated_at,
                    coalesce((
@@ -68,11 +68,7 @@ export class Students extends Context.Service<Students, {
                      WHERE e.school_id = s.school_id AND e.student_id = s.id AND e.ended_at IS NULL
                    ), '[]'::json) AS active_groups
             FROM students s WHERE s.school_id = ${schoolId} AND s.id = ${id}`.pipe(
-          Effect.flatMap((rows) =>
-            rows.length === 0
-              ? Effect.succeedNone
-              : Effect.map(Schema.decodeUnknownEffect(StudentCardRow)(rows[0]), Option.some)
-          ),
+          Effect.flatMap((rows) => rows.length === 0 ? Effect.succeedNone : Effect.asSome(decodeCard(rows[0]))),
           Effect.orDie
         )
 
