@@ -16,7 +16,7 @@ import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import * as DatabaseProvider from "@school/persistence/DatabaseProvider"
+import { freePort } from "@school/runtime/Ports"
 import * as Database from "./lib/Database.ts"
 import * as Datasets from "./lib/Datasets.ts"
 import { runScenario, type ScenarioResult } from "./lib/Harness.ts"
@@ -110,12 +110,11 @@ const program = Effect.gen(function*() {
     (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
   )
   const logDir = Path.join(RESULTS_DIR, "logs")
-  const port = DatabaseProvider.freePort.pipe(Effect.mapError((error) => Processes.benchError(error.message)))
 
   const startersFor = (scenarioId: string): Starters => {
     const common = { placement, logDir }
     const serverWith = (nodeFlags: ReadonlyArray<string>): Starters["server"] => (name, script, options) =>
-      Effect.flatMap(port, (p) =>
+      Effect.flatMap(freePort, (p) =>
         Processes.startServer({
           ...common,
           name: `${scenarioId}-${name}`,

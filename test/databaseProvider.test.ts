@@ -4,7 +4,7 @@
  * another process is running is used as it is rather than started twice.
  */
 import { assert, describe, it } from "@effect/vitest"
-import * as DatabaseProvider from "@school/persistence/DatabaseProvider"
+import * as EmbeddedPostgres from "@school/local-postgres/EmbeddedPostgres"
 import * as Sql from "@school/persistence/Sql"
 import { Effect, Exit, Scope } from "effect"
 import { SqlClient } from "effect/sql"
@@ -51,7 +51,7 @@ describe("embedded PostgreSQL", () => {
         Effect.promise(() => Fs.mkdtemp(Path.join(Os.tmpdir(), "school-provider-test-"))),
         (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
       )
-      const error = yield* Effect.flip(DatabaseProvider.embedded({ dataDir: Path.join(parent, "pg"), persistent: false }))
+      const error = yield* Effect.flip(EmbeddedPostgres.embedded({ dataDir: Path.join(parent, "pg"), persistent: false }))
       assert.include(error.message, `cannot enter ${parent}`)
     }))
 
@@ -60,7 +60,7 @@ describe("embedded PostgreSQL", () => {
       const parent = yield* tempParent
       const dataDir = Path.join(parent, "pg")
       const scope = yield* openScope
-      const database = yield* DatabaseProvider.embedded({ dataDir, persistent: false }).pipe(Scope.provide(scope))
+      const database = yield* EmbeddedPostgres.embedded({ dataDir, persistent: false }).pipe(Scope.provide(scope))
       assert.strictEqual(database.origin, "embedded")
       assert.deepStrictEqual(yield* query<{ one: number }>(database.url, "SELECT 1 AS one"), [{ one: 1 }])
       assert.isTrue(yield* exists(dataDir))
@@ -75,13 +75,13 @@ describe("embedded PostgreSQL", () => {
       const dataDir = Path.join(parent, "pg")
 
       const first = yield* openScope
-      const one = yield* DatabaseProvider.embedded({ dataDir, persistent: true }).pipe(Scope.provide(first))
+      const one = yield* EmbeddedPostgres.embedded({ dataDir, persistent: true }).pipe(Scope.provide(first))
       yield* query(one.url, "CREATE TABLE kept (n int)")
       yield* query(one.url, "INSERT INTO kept VALUES (42)")
 
       // Another process's view: the same cluster, attached, left running when it is done.
       const attached = yield* openScope
-      const two = yield* DatabaseProvider.embedded({ dataDir, persistent: true }).pipe(Scope.provide(attached))
+      const two = yield* EmbeddedPostgres.embedded({ dataDir, persistent: true }).pipe(Scope.provide(attached))
       assert.strictEqual(new URL(two.url).port, new URL(one.url).port)
       yield* Scope.close(attached, Exit.void)
       assert.isTrue(yield* accepts(one.url))
@@ -91,7 +91,7 @@ describe("embedded PostgreSQL", () => {
       assert.isTrue(yield* exists(Path.join(dataDir, "PG_VERSION")))
 
       // Started again on the same directory: the data is there.
-      const again = yield* DatabaseProvider.embedded({ dataDir, persistent: true })
+      const again = yield* EmbeddedPostgres.embedded({ dataDir, persistent: true })
       assert.deepStrictEqual(yield* query<{ n: number }>(again.url, "SELECT n FROM kept"), [{ n: 42 }])
     }))
 })

@@ -4,7 +4,7 @@
  * then stopped with SIGTERM, which must exit 0.
  */
 import { assert, layer } from "@effect/vitest"
-import { freePort } from "@school/persistence/DatabaseProvider"
+import { freePort } from "@school/runtime/Ports"
 import { seedDemo } from "@school/persistence/DemoSeed"
 import { Effect } from "effect"
 import { startApi } from "./support/Processes.ts"

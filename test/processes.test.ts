@@ -5,7 +5,7 @@
  * `npm run migrate` is idempotent.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { load } from "@school/persistence/Settings"
+import { load } from "@school/runtime/Settings"
 import { ConfigProvider, Duration, Effect, Option } from "effect"
 import { entryPoints, lines, run, runUntil } from "./support/Processes.ts"
 import { TestDatabase } from "./support/TestDatabase.ts"

@@ -10,7 +10,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { fileURLToPath } from "node:url"
-import { freePort } from "@school/persistence/DatabaseProvider"
+import { freePort } from "@school/runtime/Ports"
 import * as Fixtures from "./support/Fixtures.ts"
 import { run, startApi } from "./support/Processes.ts"
 import { TestDatabase } from "./support/TestDatabase.ts"

@@ -4,7 +4,7 @@
  * them, and a SIGTERM stops the API, the dispatcher and itself with exit 0.
  */
 import { assert, layer } from "@effect/vitest"
-import * as DatabaseProvider from "@school/persistence/DatabaseProvider"
+import { freePort } from "@school/runtime/Ports"
 import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { entryPoints, runUntil } from "./support/Processes.ts"
@@ -19,7 +19,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("npm start", (it) => {
   it.effect("seeds an empty database, prints base URL, keys, login and a curl; serves; SIGTERM stops all with 0", () =>
     Effect.gen(function*() {
       const database = yield* TestDatabase
-      const port = yield* DatabaseProvider.freePort
+      const port = yield* freePort
       const result = yield* runUntil(
         entryPoints.start,
         { DATABASE_URL: database.url, PORT: String(port), LOG_FORMAT: "json" },

@@ -1,8 +1,8 @@
 /**
  * The run's PostgreSQL and its bench database: `DATABASE_URL` when set (a
  * fresh database is created in it and dropped at the end), else the embedded
- * PostgreSQL of `DatabaseProvider` in a temporary directory, removed at the
- * end.
+ * PostgreSQL of @school/local-postgres in a temporary directory, removed at
+ * the end.
  *
  * Round trips are counted with `pg_stat_statements`: every statement a client
  * sends is one `calls` increment, updated in shared memory as the statement
@@ -18,7 +18,8 @@ import { SqlClient } from "effect/sql"
 import * as Fs from "node:fs/promises"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import * as DatabaseProvider from "@school/persistence/DatabaseProvider"
+import type { DatabaseStartError } from "@school/local-postgres/Database"
+import * as EmbeddedPostgres from "@school/local-postgres/EmbeddedPostgres"
 import { runMigrations } from "@school/persistence/Migrations"
 import * as Sql from "@school/persistence/Sql"
 import * as Cpu from "./Cpu.ts"
@@ -76,10 +77,10 @@ const embeddedWithStatements = (verbose: boolean): Effect.Effect<string, BenchEr
     // `persistent`: the second start must find the cluster the first made;
     // the directory is removed by the finalizer above instead.
     const options = { dataDir, persistent: true, durable: false, verbose, maxConnections: 200 }
-    const fail = (error: DatabaseProvider.DatabaseStartError) => benchError(error.message)
+    const fail = (error: DatabaseStartError) => benchError(error.message)
     // First start: initdb, then ask for the extension at the next start.
     yield* Effect.scoped(Effect.gen(function*() {
-      const first = yield* DatabaseProvider.embedded(options).pipe(Effect.mapError(fail))
+      const first = yield* EmbeddedPostgres.embedded(options).pipe(Effect.mapError(fail))
       const scope = yield* Scope.Scope
       const admin = yield* connect(first.url, "school-bench-setup", 1).pipe(Scope.provide(scope))
       yield* admin.unsafe(`ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'`).pipe(
@@ -87,7 +88,7 @@ const embeddedWithStatements = (verbose: boolean): Effect.Effect<string, BenchEr
         Effect.mapError((error) => benchError(`cannot configure the embedded server: ${describe(error)}`))
       )
     }))
-    const server = yield* DatabaseProvider.embedded(options).pipe(Effect.mapError(fail))
+    const server = yield* EmbeddedPostgres.embedded(options).pipe(Effect.mapError(fail))
     return server.url
   })
 

@@ -1,12 +1,13 @@
 /**
  * Every process a run starts besides PostgreSQL: servers under test, anchors,
- * the sql-only loop. Each is scoped: it is stopped (SIGTERM, then SIGKILL
- * after a grace period) when its scope closes, whether the run finished,
- * failed or was interrupted by Ctrl-C. Output goes to a log file, so a chatty
- * server costs the harness nothing and a failing one can be read afterwards.
+ * the sql-only loop. Each is scoped (`ChildProcesses` from @school/runtime):
+ * it is stopped (SIGTERM, then SIGKILL after a grace period) when its scope
+ * closes, whether the run finished, failed or was interrupted by Ctrl-C.
+ * Output goes to a log file, so a chatty server costs the harness nothing
+ * and a failing one can be read afterwards.
  */
+import * as ChildProcesses from "@school/runtime/ChildProcesses"
 import { Data, Duration, Effect, Scope } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { onServerCore, type Placement } from "./Machine.ts"
@@ -15,14 +16,14 @@ export class BenchError extends Data.TaggedError("BenchError")<{ readonly messag
 
 export const benchError = (message: string) => new BenchError({ message })
 
-const STOP_GRACE_MS = 5_000
+const STOP_GRACE = Duration.seconds(5)
 const READY_TIMEOUT = Duration.seconds(30)
 
 export interface Started {
   readonly name: string
   readonly pid: number
   readonly logFile: string
-  readonly child: ChildProcess
+  readonly child: ChildProcesses.Child
 }
 
 export interface Server extends Started {
@@ -31,27 +32,6 @@ export interface Server extends Started {
   /** Resident set (MiB) once it answered. */
   readonly readyRssMiB: number | undefined
 }
-
-const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null
-
-const waitForExit = (child: ChildProcess, ms: number): Promise<boolean> =>
-  new Promise((resolve) => {
-    if (exited(child)) return resolve(true)
-    const timer = setTimeout(() => resolve(false), ms)
-    child.once("exit", () => {
-      clearTimeout(timer)
-      resolve(true)
-    })
-  })
-
-const stop = (child: ChildProcess) =>
-  Effect.promise(async () => {
-    if (exited(child)) return
-    child.kill("SIGTERM")
-    if (await waitForExit(child, STOP_GRACE_MS)) return
-    child.kill("SIGKILL")
-    await waitForExit(child, STOP_GRACE_MS)
-  })
 
 /** The last lines of a log file, for error messages. */
 export const logTail = (file: string, lines = 20): string => {
@@ -75,41 +55,49 @@ export interface StartOptions {
   readonly ipc?: boolean
 }
 
+const openLog = (logFile: string, logDir: string) =>
+  Effect.try({
+    try: () => {
+      Fs.mkdirSync(logDir, { recursive: true })
+      return Fs.openSync(logFile, "w")
+    },
+    catch: (error) => benchError(`cannot open ${logFile}: ${error instanceof Error ? error.message : String(error)}`)
+  })
+
 /** Starts `script` on the server core; stopped when the scope closes. */
 export const start = (options: StartOptions): Effect.Effect<Started, BenchError, Scope.Scope> =>
-  Effect.acquireRelease(
-    Effect.try({
-      try: () => {
-        Fs.mkdirSync(options.logDir, { recursive: true })
-        const logFile = Path.join(options.logDir, `${options.name}.log`)
-        const fd = Fs.openSync(logFile, "w")
-        const { command, args } = onServerCore(options.placement, [
-          process.execPath,
-          ...(options.nodeFlags ?? []),
-          options.script
-        ])
-        try {
-          const child = spawn(command, args, {
-            stdio: options.ipc === true ? ["ignore", fd, fd, "ipc"] : ["ignore", fd, fd],
-            env: { ...process.env, ...options.env }
-          })
-          if (child.pid === undefined) throw new Error(`could not start ${options.name}`)
-          return { name: options.name, pid: child.pid, logFile, child }
-        } finally {
-          Fs.closeSync(fd)
-        }
-      },
-      catch: (error) => benchError(`cannot start ${options.name}: ${error instanceof Error ? error.message : String(error)}`)
-    }),
-    (started) => stop(started.child)
-  )
+  Effect.gen(function*() {
+    const logFile = Path.join(options.logDir, `${options.name}.log`)
+    const { command, args } = onServerCore(options.placement, [
+      process.execPath,
+      ...(options.nodeFlags ?? []),
+      options.script
+    ])
+    const child = yield* Effect.acquireUseRelease(
+      openLog(logFile, options.logDir),
+      (fd) =>
+        ChildProcesses.spawn({
+          name: options.name,
+          command,
+          args,
+          env: { ...process.env, ...options.env },
+          stdout: { fd },
+          stderr: { fd },
+          ipc: options.ipc === true,
+          stop: [{ signal: "SIGTERM", grace: STOP_GRACE }]
+        }).pipe(Effect.mapError((error) => benchError(error.message))),
+      // The child has its own copy of the descriptor once it runs.
+      (fd) => Effect.sync(() => Fs.closeSync(fd))
+    )
+    return { name: options.name, pid: child.pid, logFile, child }
+  })
 
 /** Polls `baseUrl + readyPath` until it answers (any status), the process exits, or 30 s pass. */
 const waitUntilAnswering = (started: Started, url: string) =>
   Effect.gen(function*() {
     const deadline = Date.now() + Duration.toMillis(READY_TIMEOUT)
     while (Date.now() < deadline) {
-      if (exited(started.child)) {
+      if (started.child.hasExited()) {
         return yield* benchError(`${started.name} exited during start:\n${logTail(started.logFile)}`)
       }
       const answered = yield* Effect.promise(() =>
@@ -173,13 +161,14 @@ const nextMessage = <A>(started: Started, send?: object) =>
       cleanup()
       resume(Effect.fail(benchError(`${started.name} exited:\n${logTail(started.logFile)}`)))
     }
+    const child = started.child.process
     const cleanup = () => {
-      started.child.off("message", onMessage)
-      started.child.off("exit", onExit)
+      child.off("message", onMessage)
+      child.off("exit", onExit)
     }
-    started.child.on("message", onMessage)
-    started.child.on("exit", onExit)
-    if (send !== undefined) started.child.send(send)
+    child.on("message", onMessage)
+    child.on("exit", onExit)
+    if (send !== undefined) child.send(send)
     return Effect.sync(cleanup)
   })
 

@@ -25,6 +25,7 @@ export interface Finished {
 /** The settings of CONTRACT "Settings", so the tests' own environment cannot leak in. */
 const settingNames = [
   "DATABASE_URL",
+  "DATA_DIR",
   "PORT",
   "HOST",
   "LOG_LEVEL",

@@ -1,12 +1,12 @@
 /**
- * Starts the one PostgreSQL server of a test run (CONTRACT "npm test":
+ * Starts the one PostgreSQL server of a test run (`TestPostgres.ts`:
  * TEST_DATABASE_URL, else testcontainers when Docker answers, else embedded)
  * and hands its superuser URL to the test files as `adminDatabaseUrl`
  * (vitest `provide` / `inject`). Stops it when the run ends.
  */
-import * as DatabaseProvider from "@school/persistence/DatabaseProvider"
 import { Effect, Exit, Scope } from "effect"
 import type { TestProject } from "vitest/node"
+import { forTests } from "./TestPostgres.ts"
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -19,7 +19,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const scope = Effect.runSync(Scope.make())
   const stop = () => Effect.runPromise(Scope.close(scope, Exit.void))
   try {
-    const database = await Effect.runPromise(DatabaseProvider.forTests.pipe(Scope.provide(scope)))
+    const database = await Effect.runPromise(forTests.pipe(Scope.provide(scope)))
     project.provide("adminDatabaseUrl", database.url)
   } catch (error) {
     await stop()

@@ -4,8 +4,8 @@
  * finish and exits 0.
  */
 import { Effect, Layer, Option } from "effect"
-import { runMain } from "@school/persistence/Main"
-import { InvalidSetting, Settings } from "@school/persistence/Settings"
+import { runMain } from "@school/runtime/Main"
+import { InvalidSetting, Settings } from "@school/runtime/Settings"
 import { ServerLayer } from "./Server.ts"
 
 const program = Effect.gen(function*() {

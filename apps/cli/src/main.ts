@@ -18,9 +18,9 @@ import { CliError, CliOutput, Command, Flag } from "effect/cli"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import * as Ids from "@school/domain/Ids"
 import { seedDemo } from "@school/persistence/DemoSeed"
-import { runMain } from "@school/persistence/Main"
+import { runMain } from "@school/runtime/Main"
 import { createSchool, MAIN_FUNNEL_STATUSES, setPlan } from "@school/persistence/Schools"
-import { Settings } from "@school/persistence/Settings"
+import { Settings } from "@school/runtime/Settings"
 import { Database } from "./Database.ts"
 
 const PLANS = ["basic", "economy", "standard", "extended", "pro", "none"] as const

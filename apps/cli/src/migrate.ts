@@ -1,12 +1,12 @@
 /**
- * `npm run migrate` (CONTRACT "Commands"): applies the pending migrations to
+ * `npm run migrate` (docs/operators.md "Commands"): applies the pending migrations to
  * DATABASE_URL and exits; a rerun applies nothing. DATABASE_URL is required:
  * a deployment's one-shot migrate must never fall back to a local database.
  */
 import { runMigrations } from "@school/persistence/Migrations"
-import { runMain } from "@school/persistence/Main"
-import { InvalidSetting, Settings } from "@school/persistence/Settings"
 import * as Sql from "@school/persistence/Sql"
+import { runMain } from "@school/runtime/Main"
+import { InvalidSetting, Settings } from "@school/runtime/Settings"
 import { Effect, Option } from "effect"
 
 const program = Effect.gen(function*() {

@@ -1,8 +1,8 @@
 /**
- * `npm start` (CONTRACT "Commands"): the whole service on one machine.
+ * `npm start` (docs/operators.md "Commands"): the whole service on one machine.
  *
  * 1. DATABASE_URL, or, when unset, the embedded PostgreSQL with its data in
- *    .data/postgres (kept between runs);
+ *    DATA_DIR (default .data/postgres, kept between runs);
  * 2. migrations;
  * 3. on an empty database (no schools) the demo school, whose keys and owner
  *    login are printed with a first curl; otherwise how to get keys;
@@ -12,16 +12,19 @@
  *    us goes away). A child that dies on its own stops everything with a
  *    non-zero exit code.
  */
-import * as DatabaseProvider from "@school/persistence/DatabaseProvider"
+import { checkConnection, type Database, DatabaseStartError, describeUrl } from "@school/local-postgres/Database"
+import { forService } from "@school/local-postgres/DatabaseProvider"
 import { seedDemo } from "@school/persistence/DemoSeed"
-import { runMain } from "@school/persistence/Main"
 import { runMigrations } from "@school/persistence/Migrations"
-import { type LogFormat, Settings } from "@school/persistence/Settings"
 import * as Sql from "@school/persistence/Sql"
-import { Effect, Option, Runtime, Schedule, Schema } from "effect"
+import * as ChildProcesses from "@school/runtime/ChildProcesses"
+import { isVerbose, type LogFormat } from "@school/runtime/Logging"
+import { runMain } from "@school/runtime/Main"
+import { Settings } from "@school/runtime/Settings"
+import { Effect, Option, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
-import { type ChildProcess, spawn } from "node:child_process"
 import * as Net from "node:net"
+import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 
 const script = (path: string) => fileURLToPath(new URL(path, import.meta.url))
@@ -29,20 +32,6 @@ const CHILDREN = [
   { name: "api", script: script("../../api/src/main.ts") },
   { name: "dispatcher", script: script("../../dispatcher/src/main.ts") }
 ] as const
-const STOP_GRACE_MS = 15_000
-
-/** A child process ended while the service was running. */
-class ChildExited extends Schema.TaggedError<ChildExited>()("ChildExited", {
-  name: Schema.String,
-  code: Schema.NullOr(Schema.Number),
-  signal: Schema.NullOr(Schema.String)
-}) {
-  override readonly [Runtime.errorReported] = false
-  override get message(): string {
-    const how = this.signal !== null ? `was killed by ${this.signal}` : `exited with code ${this.code ?? "?"}`
-    return `the ${this.name} process ${how}; stopping the service`
-  }
-}
 
 // ---------------------------------------------------------------------------
 // Database: migrated, seeded when empty
@@ -58,7 +47,7 @@ interface Prepared {
 const prepare = (url: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    yield* DatabaseProvider.checkConnection(url)
+    yield* checkConnection(url)
     yield* Effect.orDie(runMigrations)
     const [row] = yield* sql<{ empty: boolean }>`SELECT NOT EXISTS (SELECT 1 FROM schools) AS empty`.pipe(Effect.orDie)
     if (row?.empty !== true) return { demo: Option.none() } satisfies Prepared
@@ -69,20 +58,40 @@ const prepare = (url: string) =>
     // Our own pool is closed before the children start.
     Effect.provide(Sql.layer({ url, maxConnections: 2, applicationName: "school-start" })),
     Effect.catchTag("SqlError", (error) =>
-      Effect.fail(new DatabaseProvider.DatabaseStartError({ message: `cannot use the database: ${error.message}` })))
+      Effect.fail(new DatabaseStartError({ message: `cannot use the database: ${error.message}` })))
   )
 
 // ---------------------------------------------------------------------------
 // The banner
 // ---------------------------------------------------------------------------
 
+/** A path as short as it is clear: relative to where we were started from when it lies below it. */
+const shown = (path: string) => {
+  const relative = Path.relative(process.cwd(), path)
+  return relative !== "" && !relative.startsWith("..") && !Path.isAbsolute(relative) ? relative : path
+}
+
+/**
+ * The database's lines. The embedded one is local and its password fixed, so
+ * its full DATABASE_URL is shown (for `npm run migrate`, `start:api`, psql);
+ * a given DATABASE_URL is shown without its password.
+ */
+const databaseLines = (database: Database): ReadonlyArray<string> =>
+  database.origin === "embedded"
+    ? [
+      `  Database     embedded PostgreSQL, data in ${shown(database.dataDir ?? "?")}`,
+      ...(database.dataDirNote === undefined ? [] : [`               (${database.dataDirNote})`]),
+      `  DATABASE_URL ${database.url}`
+    ]
+    : [`  Database     ${describeUrl(database.url)} (DATABASE_URL)`]
+
 const banner = (options: {
   readonly baseUrl: string
   readonly localUrl: string
-  readonly database: string
+  readonly database: Database
   readonly prepared: Prepared
 }): string => {
-  const lines = ["", "School service is up.", "", `  Public API   ${options.baseUrl}`, `  Database     ${options.database}`]
+  const lines = ["", "School service is up.", "", `  Public API   ${options.baseUrl}`, ...databaseLines(options.database)]
   Option.match(options.prepared.demo, {
     onSome: (demo) =>
       lines.push(
@@ -111,90 +120,32 @@ const banner = (options: {
 const localHost = (host: string) =>
   host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host.includes(":") ? `[${host}]` : host
 
-/** The database for the banner, without its password. */
-const describeDatabase = (database: DatabaseProvider.Database) =>
-  database.origin === "embedded"
-    ? `embedded PostgreSQL on ${DatabaseProvider.describeUrl(database.url)}, data in .data/postgres`
-    : DatabaseProvider.describeUrl(database.url)
-
 // ---------------------------------------------------------------------------
 // Children
 // ---------------------------------------------------------------------------
 
-/** Forwards a child's output line by line; pretty logs get the child's name in front. */
-const forward = (from: NodeJS.ReadableStream | null, to: NodeJS.WriteStream, prefix: string) => {
-  if (from === null) return
-  let pending = ""
-  from.setEncoding("utf8")
-  from.on("data", (chunk: string) => {
-    const text = pending + chunk
-    const end = text.lastIndexOf("\n")
-    if (end === -1) {
-      pending = text
-      return
-    }
-    pending = text.slice(end + 1)
-    to.write(text.slice(0, end + 1).split("\n").slice(0, -1).map((line) => `${prefix}${line}\n`).join(""))
-  })
-  from.on("end", () => {
-    if (pending !== "") to.write(`${prefix}${pending}\n`)
-  })
-}
-
-const hasExited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null
-
-const waitForExit = (child: ChildProcess, ms: number): Promise<boolean> =>
-  new Promise((resolve) => {
-    if (hasExited(child)) return resolve(true)
-    const timer = setTimeout(() => resolve(false), ms)
-    child.once("exit", () => {
-      clearTimeout(timer)
-      resolve(true)
-    })
-  })
-
-/** SIGTERM, then SIGKILL if it has not finished in time. */
-const stopChild = (name: string, child: ChildProcess) =>
-  Effect.promise(async () => {
-    if (hasExited(child)) return
-    child.kill("SIGTERM")
-    if (await waitForExit(child, STOP_GRACE_MS)) return
-    child.kill("SIGKILL")
-    await waitForExit(child, 5_000)
-  }).pipe(Effect.andThen(Effect.logDebug(`${name} stopped`)))
+/** Each line of a child's output, written on as it came; pretty logs get the child's name in front. */
+const forwardTo = (to: NodeJS.WriteStream, prefix: string): ChildProcesses.Output => ({
+  lines: (line) => to.write(`${prefix}${line}\n`)
+})
 
 /**
- * A child process running `script` with the given environment, stopped when
- * the scope closes. Its own process group: a terminal Ctrl-C reaches only us,
- * and we stop the children in order.
+ * A child process running `script` with the given environment, stopped
+ * (SIGTERM, then SIGKILL) when the scope closes. Its own process group: a
+ * terminal Ctrl-C reaches only us, and we stop the children in order.
  */
-const startChild = (name: string, path: string, env: NodeJS.ProcessEnv, logFormat: LogFormat) =>
-  Effect.acquireRelease(
-    Effect.sync(() => {
-      const child = spawn(process.execPath, [path], { env, stdio: ["ignore", "pipe", "pipe"], detached: true })
-      const prefix = logFormat === "pretty" ? `[${name}] ` : ""
-      forward(child.stdout, process.stdout, prefix)
-      forward(child.stderr, process.stderr, prefix)
-      // Safety net: if this process exits without closing the scope, the child goes too.
-      const onExit = () => {
-        if (!hasExited(child)) child.kill("SIGTERM")
-      }
-      process.on("exit", onExit)
-      child.once("exit", () => process.removeListener("exit", onExit))
-      return child
-    }),
-    (child) => stopChild(name, child)
-  ).pipe(Effect.map((child) => ({ name, child })))
-
-/** Fails when the child exits (it never should while the service runs). */
-const exited = (running: { readonly name: string; readonly child: ChildProcess }) =>
-  Effect.callback<never, ChildExited>((resume) => {
-    const fail = (code: number | null, signal: string | null) =>
-      resume(Effect.fail(new ChildExited({ name: running.name, code, signal })))
-    if (hasExited(running.child)) return fail(running.child.exitCode, running.child.signalCode)
-    running.child.once("exit", fail)
-    running.child.once("error", () => fail(null, null))
+const startChild = (name: string, path: string, env: NodeJS.ProcessEnv, logFormat: LogFormat) => {
+  const prefix = logFormat === "pretty" ? `[${name}] ` : ""
+  return ChildProcesses.spawn({
+    name,
+    command: process.execPath,
+    args: [path],
+    env,
+    processGroup: true,
+    stdout: forwardTo(process.stdout, prefix),
+    stderr: forwardTo(process.stderr, prefix)
   })
+}
 
 /** Resolves once something accepts connections on host:port. */
 const listening = (host: string, port: number) =>
@@ -225,8 +176,9 @@ const parentGone = Effect.gen(function*() {
 
 const program = Effect.gen(function*() {
   const settings = yield* Settings
-  const database = yield* DatabaseProvider.forService(settings.databaseUrl, {
-    verbose: settings.logLevel === "Debug" || settings.logLevel === "Trace" || settings.logLevel === "All"
+  const database = yield* forService(settings.databaseUrl, {
+    dataDir: settings.dataDir,
+    verbose: isVerbose(settings.logLevel)
   })
   const prepared = yield* prepare(database.url)
 
@@ -241,18 +193,15 @@ const program = Effect.gen(function*() {
     LOG_FORMAT: settings.logFormat
   }
   const children = yield* Effect.forEach(CHILDREN, (child) => startChild(child.name, child.script, env, settings.logFormat))
-  const anyExited = Effect.raceAllFirst(children.map(exited))
+  const anyExited = Effect.raceAllFirst(children.map(ChildProcesses.failOnExit))
 
   // The banner comes once the API answers, after the children's start-up lines.
   yield* Effect.raceFirst(listening(host, settings.port), anyExited)
-  yield* Effect.sync(() =>
-    process.stdout.write(banner({ baseUrl, localUrl, database: describeDatabase(database), prepared }))
-  )
+  yield* Effect.sync(() => process.stdout.write(banner({ baseUrl, localUrl, database, prepared })))
   // Runs until a signal interrupts it, a child dies, or our parent goes.
   yield* Effect.raceFirst(anyExited, parentGone)
 }).pipe(
   Effect.scoped,
-  Effect.tapErrorTag("ChildExited", (error) => Effect.sync(() => process.stderr.write(`error: ${error.message}\n`))),
   Effect.provide(Settings.layerWithLogging)
 )
 

@@ -1,12 +1,12 @@
 /**
- * The dispatcher process (ARCHITECTURE "apps/dispatcher"), for now only its
+ * The dispatcher process (docs/development.md "apps/dispatcher"), for now only its
  * shell: reads the settings, checks DATABASE_URL answers (`SELECT 1`), says it
  * is ready, and waits until SIGTERM/SIGINT, then exits 0.
  */
-import * as DatabaseProvider from "@school/persistence/DatabaseProvider"
-import { runMain } from "@school/persistence/Main"
-import { InvalidSetting, Settings } from "@school/persistence/Settings"
+import { checkConnection } from "@school/local-postgres/Database"
 import * as Sql from "@school/persistence/Sql"
+import { runMain } from "@school/runtime/Main"
+import { InvalidSetting, Settings } from "@school/runtime/Settings"
 import { Duration, Effect, Option } from "effect"
 
 const program = Effect.gen(function*() {
@@ -20,7 +20,7 @@ const program = Effect.gen(function*() {
   }
   const url = settings.databaseUrl.value
   yield* Effect.gen(function*() {
-    yield* DatabaseProvider.checkConnection(url)
+    yield* checkConnection(url)
     yield* Effect.logInfo("dispatcher ready", {
       concurrency: settings.dispatcherConcurrency,
       retryDelays: settings.webhookRetryDelays.map(Duration.format),

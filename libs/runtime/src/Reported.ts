@@ -1,0 +1,27 @@
+/**
+ * Owns what makes an error "its own report" (docs/development.md "Runtime"):
+ * an error that sets `[Runtime.errorReported] = false` (so Effect prints no
+ * cause for it) and whose message says everything. `runMain` prints it as one
+ * line on stderr, `error: <message>`, or the error's `[reportLine]` when it
+ * has one (a malformed setting is reported as `invalid setting …`,
+ * docs/operators.md "Settings"). Which errors qualify is a property of each
+ * error, never a list kept somewhere.
+ */
+import { Predicate, Runtime } from "effect"
+
+/** The line an error that is its own report prints instead of `error: <message>`. */
+export const reportLine: unique symbol = Symbol.for("@school/runtime/Reported/reportLine")
+
+/** An error that is the whole report of a failed start: one line, no cause, no stack. */
+export interface Reported {
+  readonly [Runtime.errorReported]: false
+  readonly message: string
+  readonly [reportLine]?: string
+}
+
+export const isReported = (error: unknown): error is Reported =>
+  Predicate.hasProperty(error, Runtime.errorReported) && error[Runtime.errorReported] === false &&
+  Predicate.hasProperty(error, "message") && typeof error.message === "string"
+
+/** The one line printed for an error that is its own report. */
+export const lineOf = (error: Reported): string => error[reportLine] ?? `error: ${error.message}`
