@@ -1,17 +1,21 @@
 /**
- * The embedded PostgreSQL (CONTRACT "npm start"): a throwaway cluster is gone
- * with its scope; a persistent one keeps its data between runs, and one that
- * another process is running is used as it is rather than started twice.
+ * The embedded PostgreSQL (docs/operators.md "Commands", "Database"): a
+ * throwaway cluster is gone with its scope; a persistent one keeps its data
+ * between runs, and one that another process is running is used as it is
+ * rather than started twice; a server whose starter is killed outright is
+ * stopped by its watchdog; where npm start keeps its data (DATA_DIR).
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as EmbeddedPostgres from "@school/local-postgres/EmbeddedPostgres"
 import * as Sql from "@school/persistence/Sql"
-import { Effect, Exit, Scope } from "effect"
+import * as ChildProcesses from "@school/runtime/ChildProcesses"
+import { Deferred, Effect, Exit, Option, Schedule, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Fs from "node:fs/promises"
 import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
 
 const query = <A extends object>(url: string, statement: string) =>
   Effect.gen(function*() {
@@ -93,5 +97,53 @@ describe("embedded PostgreSQL", () => {
       // Started again on the same directory: the data is there.
       const again = yield* EmbeddedPostgres.embedded({ dataDir, persistent: true })
       assert.deepStrictEqual(yield* query<{ n: number }>(again.url, "SELECT n FROM kept"), [{ n: 42 }])
+    }))
+
+  it.live("a server whose starter is killed outright is stopped by the watchdog, its throwaway directory removed", () =>
+    Effect.gen(function*() {
+      const parent = yield* tempParent
+      const dataDir = Path.join(parent, "pg")
+      const printed = yield* Deferred.make<string>()
+      const starter = yield* ChildProcesses.spawn({
+        name: "embedded server starter",
+        command: process.execPath,
+        args: [fileURLToPath(new URL("./support/embeddedServer.ts", import.meta.url)), dataDir],
+        stdout: { lines: (line) => Deferred.doneUnsafe(printed, Exit.succeed(line)) },
+        stderr: "inherit"
+      })
+      const url = yield* Deferred.await(printed).pipe(Effect.timeout("60 seconds"))
+      assert.isTrue(yield* accepts(url))
+      starter.process.kill("SIGKILL")
+      yield* starter.exited
+      // The watchdog polls every 500 ms, then a fast shutdown; the data directory goes after the server.
+      const gone = Effect.gen(function*() {
+        if ((yield* accepts(url)) || (yield* exists(dataDir))) return yield* Effect.fail("still there")
+      })
+      yield* gone.pipe(Effect.retry({ schedule: Schedule.spaced("250 millis"), times: 120 }), Effect.orDie)
+    }))
+})
+
+describe("where npm start keeps its data (DATA_DIR)", () => {
+  it.effect("DATA_DIR as given, relative to the working directory", () =>
+    Effect.gen(function*() {
+      const choice = yield* EmbeddedPostgres.serviceDataDir(Option.some("some/where"))
+      assert.strictEqual(choice.path, Path.resolve("some/where"))
+      assert.isTrue(Option.isNone(choice.note))
+    }))
+
+  it.effect("unset: .data/postgres in the project, or, when the server's user cannot reach it, its own temporary one", () =>
+    Effect.gen(function*() {
+      const choice = yield* EmbeddedPostgres.serviceDataDir(Option.none())
+      assert.strictEqual(EmbeddedPostgres.defaultDataDir(), fileURLToPath(new URL("../.data/postgres", import.meta.url)))
+      if (Option.isNone(choice.note)) {
+        assert.strictEqual(choice.path, EmbeddedPostgres.defaultDataDir())
+      } else {
+        // A checkout the postgres user cannot enter, as root (start.clone.test.ts runs npm start in one).
+        assert.strictEqual(process.getuid?.(), 0)
+        assert.include(choice.note.value, "cannot enter")
+        assert.strictEqual(Path.dirname(Path.dirname(choice.path)), Os.tmpdir())
+        const again = yield* EmbeddedPostgres.serviceDataDir(Option.none())
+        assert.strictEqual(again.path, choice.path)
+      }
     }))
 })

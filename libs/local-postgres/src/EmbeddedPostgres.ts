@@ -34,6 +34,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { type Database, DatabaseStartError } from "./Database.ts"
+import { isAlive } from "./Pids.ts"
 
 export interface EmbeddedOptions {
   /** Data directory; created (initdb) when it holds no cluster yet. */
@@ -333,15 +334,6 @@ const runningServer = (dataDir: string) =>
         : Option.none()
     })
   )
-
-const isAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return error instanceof Error && "code" in error && error.code === "EPERM"
-  }
-}
 
 /** The server on `port`, ready to accept connections; stopped (and watched) until the scope closes. */
 const startServer = (options: {

@@ -11,6 +11,7 @@
  * cost next to nothing.
  */
 import * as Fs from "node:fs"
+import { isAlive } from "./Pids.ts"
 
 const [parent, server] = process.argv.slice(2, 4).map(Number)
 const throwaway = process.argv[4]
@@ -23,23 +24,13 @@ if (parent === undefined || server === undefined || !Number.isInteger(parent) ||
   process.exit(2)
 }
 
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    // Alive, but not ours to signal.
-    return error instanceof Error && "code" in error && error.code === "EPERM"
-  }
-}
-
 let stopping = 0
 setInterval(() => {
-  if (!alive(server)) {
+  if (!isAlive(server)) {
     if (stopping > 0 && throwaway !== undefined) Fs.rmSync(throwaway, { recursive: true, force: true })
     process.exit(0)
   }
-  if (alive(parent)) return
+  if (isAlive(parent)) return
   stopping += 1
   try {
     // The server leads its own process group: SIGKILL takes its backends with it.

@@ -170,6 +170,8 @@ const start = (options: SpawnOptions): Effect.Effect<Child, SpawnError> =>
       child.on("error", () => {})
       resume(Effect.succeed(supervise(child, options, Deferred.await(closed))))
     })
+    // Interrupted before it ran: nobody will stop it later.
+    return Effect.sync(() => child.kill("SIGKILL"))
   })
 
 const supervise = (
