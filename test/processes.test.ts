@@ -1,6 +1,6 @@
 /**
- * How the processes start and stop (CONTRACT "Settings", ARCHITECTURE
- * "Runtime"): settings are read once and a malformed one stops the process
+ * How the processes start and stop (docs/operators.md "Settings",
+ * docs/development.md "Runtime"): settings are read once and a malformed one stops the process
  * with one line naming it; the dispatcher stops cleanly on SIGTERM;
  * `npm run migrate` is idempotent.
  */
@@ -14,7 +14,7 @@ const loadFrom = (env: Record<string, string>) =>
   load.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env })))
 
 describe("settings", () => {
-  it.effect("defaults (CONTRACT \"Settings\")", () =>
+  it.effect("defaults (docs/operators.md \"Settings\")", () =>
     Effect.gen(function*() {
       const settings = yield* loadFrom({})
       assert.isTrue(Option.isNone(settings.databaseUrl))
@@ -26,6 +26,8 @@ describe("settings", () => {
       assert.strictEqual(Duration.toMillis(settings.webhookTimeout), 10_000)
       assert.isFalse(settings.webhookAllowInsecureUrls)
       assert.strictEqual(settings.dispatcherConcurrency, 32)
+      assert.isTrue(Option.isNone(settings.dataDir))
+      assert.deepStrictEqual(Option.map(settings.rateLimitWindow, Duration.toMillis), Option.some(60_000))
     }))
 
   it.effect("values as the contract writes them", () =>
@@ -40,7 +42,9 @@ describe("settings", () => {
         WEBHOOK_RETRY_DELAYS: "250ms, 5s,1m",
         WEBHOOK_TIMEOUT: "5s",
         WEBHOOK_ALLOW_INSECURE_URLS: "true",
-        DISPATCHER_CONCURRENCY: "4"
+        DISPATCHER_CONCURRENCY: "4",
+        DATA_DIR: "/var/lib/school/postgres",
+        RATE_LIMIT_WINDOW: "off"
       })
       assert.deepStrictEqual(settings.databaseUrl, Option.some("postgresql://app:secret@db:5432/school"))
       assert.strictEqual(settings.port, 8080)
@@ -52,6 +56,8 @@ describe("settings", () => {
       assert.strictEqual(Duration.toMillis(settings.webhookTimeout), 5_000)
       assert.isTrue(settings.webhookAllowInsecureUrls)
       assert.strictEqual(settings.dispatcherConcurrency, 4)
+      assert.deepStrictEqual(settings.dataDir, Option.some("/var/lib/school/postgres"))
+      assert.isTrue(Option.isNone(settings.rateLimitWindow))
     }))
 
   it.effect("an empty variable counts as unset", () =>

@@ -1,13 +1,14 @@
 /**
- * The operator CLI (CONTRACT "Operator CLI"), `npm run cli -- <command>`:
+ * The operator CLI (docs/operators.md "Operator CLI"), `npm run cli -- <command>`:
  *
  *   schools create --name NAME --plan PLAN --owner-email EMAIL --owner-password PASSWORD [--owner-name NAME] [--json]
  *   schools set-plan --school ID --plan PLAN [--json]
  *   demo seed [--json]
  *
  * Against DATABASE_URL. When it is unset, against the embedded PostgreSQL of
- * `npm start` (data in .data/postgres): the running one if `npm start` is up,
- * else started for the command (migrations applied) and stopped after it.
+ * `npm start` (data in DATA_DIR, default .data/postgres): the running one if
+ * `npm start` is up, else started for the command (migrations applied) and
+ * stopped after it.
  *
  * With --json, stdout carries exactly one JSON document; logs go to stderr.
  * A bad argument is one line on stderr and exit 2; a refused operation (e-mail
