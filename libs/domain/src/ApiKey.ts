@@ -1,11 +1,16 @@
 /**
- * The public API key format (spec 5.1, DECISIONS "Authentication"):
- * `svc_<prefix>_<secret>`, prefix 8 characters of `[a-z0-9]`, secret 32 of
- * `[A-Za-z0-9]`. Parsing is total: any string is either a well-formed key or
- * `missing_or_malformed_key`, never a crash.
+ * The public API key format (spec 5.1, docs/decisions.md "Authentication
+ * and scopes"): `svc_<prefix>_<secret>`, prefix 8 characters of `[a-z0-9]`,
+ * secret 32 of `[A-Za-z0-9]`. Parsing is total: any string is either a
+ * well-formed key or `missing_or_malformed_key`, never a crash. And what a
+ * key may do: its scope.
  */
-import { Option } from "effect"
+import { Option, Schema } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
+
+/** What a key may do (spec 5.1): `read`, or `write`, which covers reads too. */
+export const Scope = Schema.Literals(["read", "write"])
+export type Scope = typeof Scope.Type
 
 export const KEY_LITERAL = "svc_"
 export const PREFIX_LENGTH = 8

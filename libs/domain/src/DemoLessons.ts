@@ -1,13 +1,14 @@
 /**
  * Demo (trial) lessons booked through POST /demo-lessons (spec 1, 4.2;
- * DECISIONS "Writes"): who comes (exactly one of a student `user_id` or a
- * `lead_id`), to which group, when, and the booking as returned. A demo
- * lesson emits no webhook (spec part 1).
+ * docs/decisions.md "Writes"): who comes (exactly one of a student
+ * `user_id` or a `lead_id`), to which group, when, and the booking as
+ * returned. A demo lesson emits no webhook (spec part 1).
  */
 import { Schema } from "effect"
+import { GroupId, LeadId, StudentId } from "./Ids.ts"
 import { optionalField } from "./Leads.ts"
-import { COMMENT_MAX, IntFrom, Text } from "./Text.ts"
-import { IsoInstant } from "./Timestamps.ts"
+import { COMMENT_MAX, Text } from "./Text.ts"
+import { IsoInstant, Timestamp } from "./Timestamps.ts"
 
 /** A lesson time PostgreSQL and the response format can carry: years 1970 to 9999. */
 const StartsAt = IsoInstant.check(
@@ -17,15 +18,13 @@ const StartsAt = IsoInstant.check(
   }, { message: "Expected a time between the years 1970 and 9999" })
 )
 
-const Id = IntFrom(1, "Expected a positive integer id")
-
 export const NEITHER_MESSAGE = "Give user_id (a student of the school) or lead_id (a lead of the school)"
 export const BOTH_MESSAGE = "Give either user_id or lead_id, not both"
 
 export const CreateDemoLessonRequest = Schema.Struct({
-  user_id: optionalField(Id, "an integer", "A student of the school (give exactly one of user_id and lead_id)"),
-  lead_id: optionalField(Id, "an integer", "A lead of the school (give exactly one of user_id and lead_id)"),
-  group_id: Id.pipe(Schema.annotateKey({ messageMissingKey: "group_id is required" })),
+  user_id: optionalField(StudentId, "an integer", "A student of the school (give exactly one of user_id and lead_id)"),
+  lead_id: optionalField(LeadId, "an integer", "A lead of the school (give exactly one of user_id and lead_id)"),
+  group_id: GroupId.pipe(Schema.annotateKey({ messageMissingKey: "group_id is required" })),
   starts_at: optionalField(StartsAt, "a string", "When the lesson starts: ISO 8601 with an offset"),
   comment: optionalField(Text(COMMENT_MAX), "a string", `At most ${COMMENT_MAX} characters, trimmed`)
 }).annotate({
@@ -47,28 +46,31 @@ export type CreateDemoLessonRequest = typeof CreateDemoLessonRequest.Type
 
 /** Who the demo lesson is for: a student or a lead of the school. */
 export type Attendee =
-  | { readonly _tag: "Student"; readonly id: number }
-  | { readonly _tag: "Lead"; readonly id: number }
+  | { readonly _tag: "Student"; readonly id: StudentId }
+  | { readonly _tag: "Lead"; readonly id: LeadId }
 
 export interface NewDemoLesson {
   readonly attendee: Attendee
-  readonly groupId: number
+  readonly groupId: GroupId
   /** ISO 8601 with offset, already validated; null when not given. */
   readonly startsAt: string | null
   readonly comment: string
 }
 
-/** The request with its rule applied (the schema guarantees exactly one attendee). */
+/** The request with its rule applied. */
 export const toNewDemoLesson = (request: CreateDemoLessonRequest): NewDemoLesson => ({
-  attendee: request.user_id !== undefined && request.user_id !== null
-    ? { _tag: "Student", id: request.user_id }
-    : { _tag: "Lead", id: request.lead_id ?? 0 },
+  attendee: attendeeOf(request),
   groupId: request.group_id,
   startsAt: request.starts_at ?? null,
   comment: request.comment ?? ""
 })
 
-const Timestamp = Schema.String.annotate({ description: "ISO 8601 UTC with microseconds and Z" })
+/** The schema's check guarantees exactly one of user_id and lead_id; a request without either never decodes. */
+const attendeeOf = ({ user_id, lead_id }: CreateDemoLessonRequest): Attendee => {
+  if (user_id !== undefined && user_id !== null) return { _tag: "Student", id: user_id }
+  if (lead_id !== undefined && lead_id !== null) return { _tag: "Lead", id: lead_id }
+  throw new Error("CreateDemoLessonRequest decoded without user_id or lead_id")
+}
 
 export const DemoLesson = Schema.Struct({
   id: Schema.Int,

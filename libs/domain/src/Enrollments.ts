@@ -1,12 +1,14 @@
 /**
  * Enrolling a student into a group through POST /students/{id}/groups (spec
- * 4.2, 7.2; DECISIONS "Writes"): the body, and the enrollment as returned.
+ * 4.2, 7.2; docs/decisions.md "Writes"): the body, and the enrollment as
+ * returned.
  */
 import { Schema } from "effect"
-import { IntFrom } from "./Text.ts"
+import { GroupId } from "./Ids.ts"
+import { Timestamp } from "./Timestamps.ts"
 
 export const CreateEnrollmentRequest = Schema.Struct({
-  group_id: IntFrom(1, "Expected a positive integer id").pipe(
+  group_id: GroupId.pipe(
     Schema.annotateKey({ messageMissingKey: "group_id is required" })
   )
 }).annotate({
@@ -20,6 +22,6 @@ export const Enrollment = Schema.Struct({
   id: Schema.Int.annotate({ description: "The enrollment id" }),
   student_id: Schema.Int,
   group_id: Schema.Int,
-  enrolled_at: Schema.String.annotate({ description: "ISO 8601 UTC with microseconds and Z" })
+  enrolled_at: Timestamp
 }).annotate({ identifier: "Enrollment" })
 export type Enrollment = typeof Enrollment.Type

@@ -1,11 +1,13 @@
 /**
- * Leads created through POST /leads (spec 2.2, 3, 4.2; DECISIONS "Writes"):
- * the request body, the lead as the API returns it, the defaults the
- * specification fixes, and the rule that places a new lead in its funnel.
+ * Leads created through POST /leads (spec 2.2, 3, 4.2; docs/decisions.md
+ * "Writes"): the request body, the lead as the API returns it, the defaults
+ * the specification fixes, and the rule that places a new lead in its funnel.
  */
 import { Option, Schema } from "effect"
+import { IntUpToMaxId } from "./Ids.ts"
 import { Phone } from "./Phone.ts"
-import { COMMENT_MAX, IntFrom, NAME_MAX, SOURCE_MAX, Text } from "./Text.ts"
+import { COMMENT_MAX, NAME_MAX, SOURCE_MAX, Text } from "./Text.ts"
+import { Timestamp } from "./Timestamps.ts"
 
 /** spec 2.2: `source` defaults to `api`. */
 export const DEFAULT_SOURCE = "api"
@@ -22,7 +24,7 @@ export const CreateLeadRequest = Schema.Struct({
   comment: optionalField(Text(COMMENT_MAX), "a string", `At most ${COMMENT_MAX} characters, trimmed`),
   source: optionalField(Text(SOURCE_MAX), "a string", `At most ${SOURCE_MAX} characters; "api" when omitted or empty`),
   funnel_id: optionalField(
-    IntFrom(0, "Expected 0 (the main funnel) or a funnel id"),
+    IntUpToMaxId(0, "Expected 0 (the main funnel) or a funnel id"),
     "an integer",
     "Omitted or 0: the school's main funnel. Otherwise a funnel of the calling school, else funnel_not_found"
   )
@@ -53,8 +55,6 @@ export const toNewLead = (request: CreateLeadRequest): NewLead => ({
     : request.source,
   funnelId: request.funnel_id ?? MAIN_FUNNEL
 })
-
-const Timestamp = Schema.String.annotate({ description: "ISO 8601 UTC with microseconds and Z" })
 
 export const Lead = Schema.Struct({
   id: Schema.Int,

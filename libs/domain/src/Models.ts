@@ -1,14 +1,13 @@
 /**
  * The public API's resources as they appear on the wire (spec part 2,
- * DECISIONS "Resources"). Names are the wire names (snake_case) end to end, so
+ * docs/decisions.md "Resources"). Names are the wire names (snake_case) end to end, so
  * a row decodes straight into its response with no renaming.
  */
 import { Schema } from "effect"
+import { Timestamp } from "./Timestamps.ts"
 
 const Id = Schema.Int
 const NullableId = Schema.NullOr(Schema.Int)
-/** ISO 8601 UTC with microseconds and Z, as formatted by the database. */
-const Timestamp = Schema.String.annotate({ description: "ISO 8601 UTC timestamp with microseconds, e.g. 2026-11-22T09:15:03.123456Z" })
 
 const studentFields = {
   id: Id,

@@ -1,6 +1,6 @@
 /**
- * School plans and their per-key request budgets (spec 8, DECISIONS "Rate
- * limits", "Plans and key issuance").
+ * School plans and their per-key request budgets (spec 8, docs/decisions.md
+ * "Rate limits", "Plans and key issuance").
  */
 import { Schema } from "effect"
 

@@ -1,8 +1,8 @@
 /**
- * Text fields of request bodies (DECISIONS "Requests and responses"): trimmed,
- * bounded in length, and storable: no NUL character and no unpaired UTF-16
- * surrogate, which PostgreSQL would reject or silently rewrite (a
- * `validation_failed` beats a 500 or a changed value).
+ * Text fields of request bodies (docs/decisions.md "Requests and
+ * responses"): trimmed, bounded in length, and storable: no NUL character and
+ * no unpaired UTF-16 surrogate, which PostgreSQL would reject or silently
+ * rewrite (a `validation_failed` beats a 500 or a changed value).
  */
 import { Schema, SchemaTransformation } from "effect"
 
@@ -12,16 +12,6 @@ export const isStorable = (s: string): boolean => s.isWellFormed() && !s.include
 const storable = Schema.makeFilter(isStorable, {
   message: "Expected text without NUL characters or unpaired surrogates"
 })
-
-/** An integer id of a row (`integer` columns): 1 to 2147483647. */
-export const MAX_ID = 2_147_483_647
-
-/** An integer from `min` to 2147483647 (`message` when out of range). */
-export const IntFrom = (min: number, message: string) =>
-  Schema.Number.annotate({ message: "Expected an integer" }).check(
-    Schema.isInt(),
-    Schema.isBetween({ minimum: min, maximum: MAX_ID }, { message })
-  )
 
 /** A trimmed string of at most `max` UTF-16 code units, storable in PostgreSQL. */
 export const Text = (max: number) =>

@@ -1,7 +1,9 @@
 /**
- * Timestamp filters (spec 4.1, DECISIONS "Lists"): ISO 8601 with an explicit
- * offset (`Z` or `±HH:MM`). The validated string goes to Postgres unchanged,
- * so microseconds survive (a JS Date would keep only milliseconds).
+ * Timestamps on the wire. Filters (spec 4.1, docs/decisions.md "Lists"):
+ * ISO 8601 with an explicit offset (`Z` or `±HH:MM`); the validated string
+ * goes to Postgres unchanged, so microseconds survive (a JS Date would keep
+ * only milliseconds). Responses: UTC with microseconds and `Z`, as the
+ * database formats them (docs/decisions.md "Resources").
  */
 import { Schema } from "effect"
 
@@ -26,3 +28,8 @@ export const IsoInstant = Schema.String.check(
     message: "Expected an ISO 8601 date-time with an offset, e.g. 2026-11-22T09:15:03Z or 2026-11-22T12:15:03+03:00"
   })
 )
+
+/** A timestamp in a response: ISO 8601 UTC with microseconds and Z, formatted by the database. */
+export const Timestamp = Schema.String.annotate({
+  description: "ISO 8601 UTC timestamp with microseconds, e.g. 2026-11-22T09:15:03.123456Z"
+})

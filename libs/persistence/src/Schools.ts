@@ -8,7 +8,7 @@
 import { formatApiKey, generateApiKey, hashSecret } from "@school/domain/ApiKey"
 import * as Ids from "@school/domain/Ids"
 import type { Plan } from "@school/domain/Plans"
-import { Scope } from "@school/domain/PublicApi"
+import { Scope } from "@school/domain/ApiKey"
 import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomBytes } from "node:crypto"
