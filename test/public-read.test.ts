@@ -420,7 +420,13 @@ layer(Env)("public API, read side", (it) => {
         assert.deepStrictEqual(unauthorized.properties.error.required.sort(), ["code", "message"])
         assert.notInclude(JSON.stringify(doc), "HttpApiSchemaError")
         const tooMany = doc.paths[`${V1}/students`].get.responses["429"]
-        assert.deepStrictEqual(tooMany.headers["Retry-After"].schema, { type: "integer", minimum: 1 })
+        // Declared by the contract: HttpApi names response headers in lower case and documents an
+        // integer header as its text (as it does `page` and `{id}`): whole seconds, at least 1.
+        assert.isTrue(tooMany.headers["retry-after"].required)
+        assert.deepStrictEqual(
+          [tooMany.headers["retry-after"].schema.type, tooMany.headers["retry-after"].schema.pattern],
+          ["string", "^[1-9][0-9]*$"]
+        )
         // Unknown body fields are ignored (DECISIONS), so no request body may claim otherwise.
         const bodies = Object.values(doc.paths).flatMap((ops: any) =>
           Object.values(ops).flatMap((op: any) => Object.values(op.requestBody?.content ?? {}))

@@ -15,9 +15,9 @@
  * seconds run out first) and answers `{ done }`. Env: DATABASE_URL, BENCH_KEYS_FILE (JSON array of keys),
  * BENCH_CONCURRENCY.
  */
-import { Duration, Effect, Layer, ManagedRuntime, Option } from "effect"
+import { Effect, Layer, ManagedRuntime, Option } from "effect"
 import { readFileSync } from "node:fs"
-import { ApiKey } from "@school/domain"
+import { ApiKey, RateLimit } from "@school/domain"
 import { RateLimits } from "@school/persistence/RateLimits"
 import * as Sql from "@school/persistence/Sql"
 import { Students } from "@school/persistence/Students"
@@ -33,7 +33,7 @@ const runtime = ManagedRuntime.make(
 )
 
 /** The API's default window (RATE_LIMIT_WINDOW). */
-const limit = { window: Duration.minutes(1) }
+const limit = { window: RateLimit.WINDOW }
 
 /** One GET /students worth of statements. */
 const makeRequest = Effect.gen(function*() {

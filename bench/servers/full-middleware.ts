@@ -7,7 +7,8 @@
  * start. What is left per request is our middleware; its authentication and
  * rate limit still make their round trip, as they do in the API.
  *
- * The composition is Server.ts's own `appRoutes`, given these students handlers.
+ * The composition is Server.ts's own `AppRoutesNoDeps`, given this `Students`
+ * before the rest of its `Repositories`: the handlers are the API's own.
  *
  * Env: as the API (DATABASE_URL, PORT, HOST, LOG_LEVEL) and BENCH_SCHOOL_ID,
  * the school whose first page is served.
@@ -16,9 +17,8 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Effect, Layer, Option } from "effect"
 import { HttpRouter } from "effect/http"
 import { createServer } from "node:http"
-import { StudentsHandlersNoDeps } from "@school/api/http/Students"
+import { AppRoutesNoDeps, Repositories } from "@school/api/Server"
 import * as Ids from "@school/domain/Ids"
-import { appRoutes } from "@school/api/Server"
 import { runMain } from "@school/runtime/Main"
 import { InvalidSetting, Settings } from "@school/runtime/Settings"
 import * as Sql from "@school/persistence/Sql"
@@ -35,7 +35,7 @@ const StudentsFromMemory = Layer.effect(
   })
 ).pipe(Layer.provide(Students.layer))
 
-const AppRoutes = appRoutes(StudentsHandlersNoDeps.pipe(Layer.provide(StudentsFromMemory)))
+const AppRoutes = AppRoutesNoDeps.pipe(Layer.provide(StudentsFromMemory), Layer.provide(Repositories))
 
 const program = Effect.gen(function*() {
   const settings = yield* Settings

@@ -7,7 +7,7 @@
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import { AppRoutes } from "@school/api/Server"
-import { IdempotencyConfig } from "@school/persistence/Idempotency"
+import { IdempotencyConfig } from "@school/persistence/IdempotencyStore"
 import * as Sql from "@school/persistence/Sql"
 import { Context, Duration, Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"

@@ -1,31 +1,25 @@
 /**
- * Bearer-key authentication (spec 5.1, DECISIONS "Authentication"), the
- * per-key rate limit (spec 8, DECISIONS "Rate limits") and the scope check.
- * Order: the key's shape, then a key this process already knows to be over
- * budget (429 with no I/O), then ONE round trip that looks the key up by its
- * prefix and, if it authenticates, counts the request; then a constant-time
- * comparison of the secret's hash, revoked before expired (401), and the
- * limit's verdict (429 with `Retry-After`, no `X-RateLimit-*` headers).
+ * Bearer-key authentication (spec 5.1, docs/decisions.md "Authentication and
+ * scopes") and the per-key rate limit (spec 8, docs/decisions.md "Rate
+ * limits"), the first step of every request. Order: the key's shape, then a
+ * key this process already knows to be over budget (429 with no I/O), then
+ * ONE round trip that looks the key up by its prefix and, if it
+ * authenticates, counts the request; then a constant-time comparison of the
+ * secret's hash, revoked before expired (401), and the limit's verdict (429
+ * with `Retry-After`, no `X-RateLimit-*` headers). Both answers are the
+ * contract's typed errors.
  */
 import { Effect, Layer, Option, Redacted } from "effect"
-import { HttpServerResponse } from "effect/http"
 import { ApiKey, Errors, RateLimit } from "@school/domain"
-import { Authentication, CurrentKey, RequireWriteScope } from "@school/domain/PublicApi"
-import { JSON_CONTENT_TYPE } from "./ErrorEnvelope.ts"
+import { Authentication, CurrentKey } from "@school/domain/api/Middleware"
 import { RateLimiter } from "./RateLimiter.ts"
 
-/**
- * 429 rate_limit_exceeded in the envelope, `Retry-After` in whole seconds
- * (spec 8). Returned as a response because a typed error has no headers.
- */
-export const tooManyRequests = (waitMicros: number) => {
+/** 429 rate_limit_exceeded, `Retry-After` in whole seconds (spec 8). */
+const rateLimitExceeded = (waitMicros: number) => {
   const retryAfter = RateLimit.retryAfterSeconds(waitMicros)
-  const error = new Errors.RateLimitExceeded({
-    message: `Too many requests for this API key. Retry after ${retryAfter} second${retryAfter === 1 ? "" : "s"}.`
-  })
-  return HttpServerResponse.jsonUnsafe(Errors.toEnvelope(error), {
-    status: 429,
-    headers: { "retry-after": String(retryAfter), "content-type": JSON_CONTENT_TYPE }
+  return new Errors.RateLimitExceeded({
+    message: `Too many requests for this API key. Retry after ${retryAfter} second${retryAfter === 1 ? "" : "s"}.`,
+    headers: { "retry-after": retryAfter }
   })
 }
 
@@ -41,7 +35,7 @@ export const AuthenticationLive = Layer.effect(
         }
         const { prefix, secret } = parsed.value
         const blocked = yield* limiter.blocked(prefix, secret)
-        if (Option.isSome(blocked)) return tooManyRequests(blocked.value)
+        if (Option.isSome(blocked)) return yield* rateLimitExceeded(blocked.value)
         const found = yield* limiter.admit(prefix, secret)
         if (Option.isNone(found)) {
           return yield* Errors.unauthorized("unknown_key")
@@ -52,7 +46,7 @@ export const AuthenticationLive = Layer.effect(
         }
         if (key.revoked) return yield* Errors.unauthorized("revoked_key")
         if (key.expired) return yield* Errors.unauthorized("expired_key")
-        if (outcome._tag === "Rejected") return tooManyRequests(outcome.wait)
+        if (outcome._tag === "Rejected") return yield* rateLimitExceeded(outcome.wait)
         return yield* Effect.provideService(httpEffect, CurrentKey, {
           keyId: key.id,
           schoolId: key.school_id,
@@ -63,15 +57,3 @@ export const AuthenticationLive = Layer.effect(
     })
   })
 ).pipe(Layer.provide(RateLimiter.layer))
-
-/** A `write` key covers reads too; only writes ask for it (spec 5.1). */
-export const RequireWriteScopeLive = Layer.succeed(
-  RequireWriteScope,
-  RequireWriteScope.of(Effect.fnUntraced(function*(httpEffect) {
-    const key = yield* CurrentKey
-    if (key.scope !== "write") {
-      return yield* new Errors.InsufficientScope({ message: "This endpoint needs an API key with write scope." })
-    }
-    return yield* httpEffect
-  }))
-)

@@ -1,35 +1,39 @@
 /**
  * Everything that leaves the server outside HttpApi's typed errors gets the
- * public envelope too (DECISIONS "Requests and responses"): unknown routes
- * (404 not_found), a known path with the wrong method (405 with `Allow`),
- * oversized bodies (413), non-JSON bodies (415), and any unexpected failure
- * (500 internal_error: logged here, never sent). Every JSON response carries
- * `charset=utf-8`.
+ * public envelope too (docs/decisions.md "Requests and responses"): unknown
+ * routes (404 not_found), a known path with the wrong method (405 with
+ * `Allow`), oversized bodies (413), non-JSON bodies (415), and any
+ * unexpected failure (500 internal_error: logged here, never sent). Every
+ * JSON response carries `charset=utf-8`.
  */
 import { Cause, Effect, Exit } from "effect"
 import { FindMyWay, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApi } from "effect/http-api"
 import type { HttpApiGroup } from "effect/http-api"
 import { Errors } from "@school/domain"
-
-export const JSON_CONTENT_TYPE = "application/json; charset=utf-8"
+import { errorResponse, JSON_CONTENT_TYPE } from "./ErrorResponse.ts"
 
 const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const
+
+const isPathInput = (path: string): path is HttpRouter.PathInput => path.startsWith("/") || path === "*"
 
 /** A table of every known route, to tell 405 from 404 (`find`, not `has`: params must match). */
 export const routeTable = <Id extends string, Groups extends HttpApiGroup.Constraint>(
   api: HttpApi.HttpApi<Id, Groups>,
-  extra: ReadonlyArray<readonly [method: string, path: string]> = []
+  extra: ReadonlyArray<readonly [method: string, path: HttpRouter.PathInput]> = []
 ) => {
   const router = FindMyWay.make<true>()
   HttpApi.reflect(api, {
     onGroup: () => {},
-    onEndpoint: ({ endpoint }) => router.on(endpoint.method, endpoint.path as HttpRouter.PathInput, true)
+    onEndpoint: ({ endpoint }) => {
+      if (isPathInput(endpoint.path)) router.on(endpoint.method, endpoint.path, true)
+    }
   })
-  for (const [method, path] of extra) router.on(method, path as HttpRouter.PathInput, true)
+  for (const [method, path] of extra) router.on(method, path, true)
   return (path: string): ReadonlyArray<string> => METHODS.filter((method) => router.find(method, path) !== undefined)
 }
 
+/** The error for a status HttpApi or the router answered without our envelope. */
 const fromStatus = (status: number): Errors.PublicError => {
   switch (status) {
     case 400:
@@ -48,16 +52,10 @@ const fromStatus = (status: number): Errors.PublicError => {
   }
 }
 
-const envelopeResponse = (error: Errors.PublicError, status: number, headers: Record<string, string> = {}) =>
-  HttpServerResponse.jsonUnsafe(Errors.toEnvelope(error), {
-    status,
-    headers: { ...headers, "content-type": JSON_CONTENT_TYPE }
-  })
-
 const isJson = (response: HttpServerResponse.HttpServerResponse) =>
   response.body._tag === "Uint8Array" && response.body.contentType.startsWith("application/json")
 
-/** Any error status without our JSON body (HttpApi's bare 413/415/500s) gets the envelope. */
+/** Any error status without our JSON body (HttpApi's bare 413/415/500s) gets the envelope, keeping its headers. */
 const ensureEnvelope = (response: HttpServerResponse.HttpServerResponse) => {
   if (response.status < 400 || isJson(response)) return withCharset(response)
   const status = response.status === 400 ? 422 : response.status >= 500 ? 500 : response.status
@@ -65,7 +63,7 @@ const ensureEnvelope = (response: HttpServerResponse.HttpServerResponse) => {
   for (const [name, value] of Object.entries(response.headers)) {
     if (name !== "content-type" && name !== "content-length") kept[name] = value
   }
-  return envelopeResponse(fromStatus(status), status, kept)
+  return HttpServerResponse.setHeaders(errorResponse(fromStatus(status)), kept)
 }
 
 const withCharset = (response: HttpServerResponse.HttpServerResponse) =>
@@ -88,8 +86,8 @@ export const ErrorEnvelope = (allowedMethods: (path: string) => ReadonlyArray<st
     const request = yield* HttpServerRequest.HttpServerRequest
     const allowed = allowedMethods(request.url.split("?")[0] ?? "/")
     return allowed.length === 0
-      ? envelopeResponse(fromStatus(404), 404)
-      : envelopeResponse(fromStatus(405), 405, { allow: allowed.join(", ") })
+      ? errorResponse(fromStatus(404))
+      : HttpServerResponse.setHeader(errorResponse(fromStatus(405)), "allow", allowed.join(", "))
   })
   return HttpRouter.middleware((httpEffect) =>
     Effect.gen(function*() {

@@ -1,24 +1,25 @@
 /**
- * The API process's side of the per-key rate limit (spec 8, DECISIONS "Rate
- * limits"): it asks the shared store (`@school/persistence/RateLimits`, one
- * statement that authenticates and counts) and remembers, in a bounded
- * in-memory map, which keys it has seen over budget and until when. Until
- * then it rejects them itself: a flood of one key costs this process a map
- * lookup and a hash per request, and the database nothing, so other keys do
- * not feel it.
+ * The API process's side of the per-key rate limit (spec 8,
+ * docs/decisions.md "Rate limits"): it asks the shared store
+ * (`@school/persistence/RateLimits`, one statement that authenticates and
+ * counts) and remembers, in a bounded in-memory map, which keys it has seen
+ * over budget and until when. Until then it rejects them itself: a flood of
+ * one key costs this process a map lookup and a hash per request, and the
+ * database nothing, so other keys do not feel it.
  *
  * A local block is only as good as the budget it was computed with, so every
  * change that can shorten it (a plan change, a key revoked, expired or
- * deleted) reaches the process by `LISTEN rate_limit_invalidate` (triggers of
- * migration 0200) and drops the school's blocks. While that listener is not
- * connected (or the process has no `PgClient`), there are no local blocks at
- * all: every request goes to the database, which is always exact.
+ * deleted) reaches the process through `Notifications.rateLimitInvalidations`
+ * (a LISTEN stream of school ids) and drops the school's blocks. While that
+ * stream is not listening (or the process's client cannot listen), there
+ * are no local blocks at all: every request goes to the database, which is
+ * always exact.
  */
-import { Clock, Context, Duration, Effect, Layer, Option, Queue } from "effect"
-import { type PgConnection, PgClient } from "@effect/sql-pg"
-import { ApiKey, Plans } from "@school/domain"
+import { Clock, Context, Duration, Effect, Layer, Option, Stream } from "effect"
+import { ApiKey, type Ids, Plans, RateLimit } from "@school/domain"
 import { ApiKeys } from "@school/persistence/ApiKeys"
-import { type Admission, type Budgets, INVALIDATE_CHANNEL, RateLimits } from "@school/persistence/RateLimits"
+import { Notifications } from "@school/persistence/Notifications"
+import { type Admission, type Budgets, RateLimits } from "@school/persistence/RateLimits"
 
 export interface RateLimitOptions {
   /** `RATE_LIMIT_WINDOW` (default 60 s); None: `off`, nothing is counted (for measurements only). */
@@ -32,7 +33,7 @@ export interface RateLimitOptions {
 }
 
 export const defaultOptions: RateLimitOptions = {
-  window: Option.some(Duration.minutes(1)),
+  window: Option.some(RateLimit.WINDOW),
   clock: Option.none(),
   maxLocalBlocks: 10_000,
   budgets: Option.none()
@@ -44,7 +45,7 @@ export const RateLimitOptions = Context.Reference<RateLimitOptions>("school/api/
 })
 
 interface Block {
-  readonly schoolId: number
+  readonly schoolId: Ids.SchoolId
   readonly secretHash: Uint8Array
   /** µs, on the limiter's clock. */
   readonly until: number
@@ -62,6 +63,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
       const options = yield* RateLimitOptions
       const store = yield* RateLimits
       const keys = yield* ApiKeys
+      const notifications = yield* Notifications
       const clock = yield* Clock.Clock
       const nowMicros = Option.getOrElse(
         options.clock,
@@ -73,39 +75,21 @@ export class RateLimiter extends Context.Service<RateLimiter, {
       /** Moves on every invalidation, so an answer computed before one does not become a block after it. */
       let epoch = 0
 
-      const invalidate = (schoolId: number) => {
+      const invalidate = (schoolId: Ids.SchoolId) => {
         epoch++
         for (const [prefix, block] of blocks) {
           if (block.schoolId === schoolId) blocks.delete(prefix)
         }
       }
 
-      /** The listener's queue while it is connected. */
-      let notifications: Queue.Dequeue<PgConnection.Notification, unknown> | undefined
-
-      /** Applies the invalidations already received but not yet taken by the listener's fiber. */
-      const drain = Effect.gen(function*() {
-        while (notifications !== undefined) {
-          const next = yield* Queue.poll(notifications)
-          if (Option.isNone(next)) return
-          invalidate(Number(next.value.payload))
-        }
-      })
-
-      const pg = yield* Effect.serviceOption(PgClient.PgClient)
-      if (Option.isSome(pg) && Option.isSome(options.window)) {
+      if (Option.isSome(options.window)) {
         const listen = Effect.scoped(Effect.gen(function*() {
-          const queue = yield* pg.value.listen(INVALIDATE_CHANNEL)
-          notifications = queue
+          const invalidations = yield* notifications.rateLimitInvalidations
           listening = true
-          while (true) {
-            const { payload } = yield* Queue.take(queue)
-            invalidate(Number(payload))
-          }
+          yield* Stream.runForEach(invalidations, (schoolId) => Effect.sync(() => invalidate(schoolId)))
         })).pipe(
           Effect.ensuring(Effect.sync(() => {
             listening = false
-            notifications = undefined
             epoch++
             blocks.clear()
           })),
@@ -120,11 +104,12 @@ export class RateLimiter extends Context.Service<RateLimiter, {
 
       const blocked = Effect.fnUntraced(function*(prefix: string, secret: string) {
         if (!listening || !blocks.has(prefix)) return Option.none<number>()
-        // Let the I/O that already arrived run first, then apply any
-        // invalidation it carried: a plan change committed before this
-        // request was sent is seen by it.
+        // Let the I/O that already arrived run first, then the listener's
+        // fiber, which that I/O woke: an invalidation that arrived with this
+        // request (a plan change committed before it was sent) is applied
+        // before the block is read.
         yield* Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
-        yield* drain
+        yield* Effect.yieldNow
         const block = blocks.get(prefix)
         if (block === undefined) return Option.none<number>()
         const now = yield* nowMicros
@@ -185,5 +170,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
     })
   )
 
-  static readonly layer = RateLimiter.layerNoDeps.pipe(Layer.provide([RateLimits.layer, ApiKeys.layer]))
+  static readonly layer = RateLimiter.layerNoDeps.pipe(
+    Layer.provide([RateLimits.layer, ApiKeys.layer, Notifications.layer])
+  )
 }

@@ -1,15 +1,14 @@
 /**
- * Request decoding failures become 422 validation_failed (spec 7.1, DECISIONS
- * "Requests and responses"): `fields` holds the messages per parameter or
- * body field; a body that is not JSON, or not an object, has a message and
- * no fields.
+ * Request decoding failures become 422 validation_failed (spec 7.1,
+ * docs/decisions.md "Requests and responses"): `fields` holds the messages
+ * per parameter or body field; a body that is not JSON, or not an object,
+ * has a message and no fields.
  */
-import { Effect } from "effect"
-import { SchemaIssue } from "effect"
+import { Effect, SchemaIssue } from "effect"
 import { HttpApiMiddleware } from "effect/http-api"
 import type { HttpApiError } from "effect/http-api"
 import { Errors } from "@school/domain"
-import { RequestValidation } from "@school/domain/PublicApi"
+import { RequestValidation } from "@school/domain/api/Middleware"
 
 const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
 

@@ -1,59 +1,50 @@
 /**
- * The API process's one Layer graph: public API routes, its OpenAPI document
- * and reference page, health, and the envelope for everything else.
+ * The API process's one Layer graph: public API routes with their
+ * middleware, handlers and repositories, its OpenAPI document and reference
+ * page, health, and the envelope for everything else.
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { ByteSize, type Duration, Layer } from "effect"
 import { HttpIncomingMessage, HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { createServer } from "node:http"
-import { BASE_PATH, PublicApi } from "@school/domain/PublicApi"
-import { IdempotencyConfig, IdempotencyPurge } from "@school/persistence/Idempotency"
+import { BASE_PATH, PublicApi } from "@school/domain/api/PublicApi"
+import { Catalog } from "@school/persistence/Catalog"
+import { DemoLessons } from "@school/persistence/DemoLessons"
+import { Enrollments } from "@school/persistence/Enrollments"
+import { IdempotencyConfig, IdempotencyPurge } from "@school/persistence/IdempotencyStore"
+import { Leads } from "@school/persistence/Leads"
+import { Payments } from "@school/persistence/Payments"
 import * as Sql from "@school/persistence/Sql"
-import { AuthenticationLive, RequireWriteScopeLive } from "./Authentication.ts"
+import { Students } from "@school/persistence/Students"
+import { AuthenticationLive } from "./Authentication.ts"
 import { ErrorEnvelope, routeTable } from "./ErrorEnvelope.ts"
 import { HEALTH_ROUTES, HealthRoutes } from "./Health.ts"
-import { CatalogHandlers } from "./http/Catalog.ts"
-import { DemoLessonsHandlers } from "./http/DemoLessons.ts"
-import { EnrollmentsHandlers } from "./http/Enrollments.ts"
-import { LeadsHandlers } from "./http/Leads.ts"
-import { PaymentsHandlers } from "./http/Payments.ts"
-import { StudentsHandlers } from "./http/Students.ts"
-import { IdempotentWriteLive } from "./Idempotency.ts"
-import { RequestValidationLive } from "./RequestValidation.ts"
+import { CatalogHandlersNoDeps } from "./http/Catalog.ts"
+import { DemoLessonsHandlersNoDeps } from "./http/DemoLessons.ts"
+import { EnrollmentsHandlersNoDeps } from "./http/Enrollments.ts"
+import { LeadsHandlersNoDeps } from "./http/Leads.ts"
+import { PaymentsHandlersNoDeps } from "./http/Payments.ts"
+import { StudentsHandlersNoDeps } from "./http/Students.ts"
+import { IdempotentWriteLive } from "./IdempotentWrite.ts"
 import { RateLimitOptions } from "./RateLimiter.ts"
+import { RequestValidationLive } from "./RequestValidation.ts"
+import { RequireWriteScopeLive } from "./RequireWriteScope.ts"
 
 export const OPENAPI_PATH = `${BASE_PATH}/openapi.json`
 export const DOCS_PATH = `${BASE_PATH}/docs`
-/** DECISIONS "Requests and responses": larger bodies get 413 payload_too_large. */
+/** docs/decisions.md "Requests and responses": larger bodies get 413 payload_too_large. */
 export const MAX_BODY_BYTES = 256 * 1024
 
-/**
- * Every route of the API process; needs only a SqlClient. `students` swaps
- * the students handlers (the benchmark's no-database variant uses this); the
- * rest of the composition stays the one the process serves.
- */
-export const appRoutes = (students: typeof StudentsHandlers = StudentsHandlers) => {
-  const publicRoutes = HttpApiBuilder.layer(PublicApi, { openapiPath: OPENAPI_PATH }).pipe(
-    Layer.provide([
-      students,
-      PaymentsHandlers,
-      CatalogHandlers,
-      LeadsHandlers,
-      DemoLessonsHandlers,
-      EnrollmentsHandlers
-    ]),
-    Layer.provide([AuthenticationLive, RequestValidationLive, RequireWriteScopeLive, IdempotentWriteLive])
-  )
-  return Layer.mergeAll(
-    publicRoutes,
-    HttpApiScalar.layerCdn(PublicApi, { path: DOCS_PATH }),
-    HealthRoutes,
-    ErrorEnvelope(allowedMethods)
-  ).pipe(
-    Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES)))
-  )
-}
+/** The repositories the handlers call; each needs only a SqlClient. */
+export const Repositories = Layer.mergeAll(
+  Students.layer,
+  Payments.layer,
+  Catalog.layer,
+  Leads.layer,
+  DemoLessons.layer,
+  Enrollments.layer
+)
 
 const allowedMethods = routeTable(PublicApi, [
   ...HEALTH_ROUTES,
@@ -61,8 +52,32 @@ const allowedMethods = routeTable(PublicApi, [
   ["GET", DOCS_PATH]
 ])
 
-/** Every route of the API process, as it serves them. */
-export const AppRoutes = appRoutes()
+/**
+ * Every route of the API process, without the repositories (and the
+ * SqlClient) its handlers need: what a variant that answers one list from
+ * somewhere else (the benchmark's full-middleware server) provides first.
+ */
+export const AppRoutesNoDeps = Layer.mergeAll(
+  HttpApiBuilder.layer(PublicApi, { openapiPath: OPENAPI_PATH }).pipe(
+    Layer.provide([
+      StudentsHandlersNoDeps,
+      PaymentsHandlersNoDeps,
+      CatalogHandlersNoDeps,
+      LeadsHandlersNoDeps,
+      DemoLessonsHandlersNoDeps,
+      EnrollmentsHandlersNoDeps
+    ]),
+    Layer.provide([AuthenticationLive, RequireWriteScopeLive, IdempotentWriteLive, RequestValidationLive])
+  ),
+  HttpApiScalar.layerCdn(PublicApi, { path: DOCS_PATH }),
+  HealthRoutes,
+  ErrorEnvelope(allowedMethods)
+).pipe(
+  Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES)))
+)
+
+/** Every route of the API process, as it serves them; needs only a SqlClient. */
+export const AppRoutes = AppRoutesNoDeps.pipe(Layer.provide(Repositories))
 
 export interface ServerOptions {
   readonly databaseUrl: string

@@ -1,6 +1,6 @@
 /**
  * The per-key sliding-window limiter's state and its pure transition (spec 8,
- * DECISIONS "Rate limits"). `libs/persistence` runs the same transition in SQL
+ * docs/decisions.md "Rate limits"). `libs/persistence` runs the same transition in SQL
  * (migration `0200_rate_limits`) so every API
  * process shares one state per key; the property tests hold both to the
  * reference model, a plain list of accepted timestamps.
@@ -31,7 +31,7 @@
  * the order in which the database serialized the requests.
  */
 
-import { Duration } from "effect"
+import { Duration, Schema, SchemaTransformation } from "effect"
 
 /** The budget window of spec 8: 60 seconds (RATE_LIMIT_WINDOW's default; tests shorten it). */
 export const WINDOW: Duration.Duration = Duration.minutes(1)
@@ -105,3 +105,21 @@ export const take = (state: State, at: number, budget: number, window: number): 
  * whole seconds, rounded up so that waiting that long is enough, at least 1.
  */
 export const retryAfterSeconds = (waitMicros: number): number => Math.max(1, Math.ceil(waitMicros / 1_000_000))
+
+/**
+ * The `Retry-After` header of every 429 (spec 8): whole seconds, at least 1.
+ * The contract declares it, so OpenAPI documents it as the header's text
+ * (digits, the way it documents every integer HTTP parameter) and the typed
+ * client decodes it to a number.
+ */
+export const RetryAfter = Schema.String.check(
+  Schema.isPattern(/^[1-9][0-9]*$/u, {
+    description: "Whole seconds (at least 1) to wait before repeating the same request.",
+    message: "Expected whole seconds, at least 1"
+  })
+).pipe(
+  Schema.decodeTo(
+    Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)),
+    SchemaTransformation.transform({ decode: Number, encode: String })
+  )
+)

@@ -1,10 +1,11 @@
 /**
- * The rate-limit store (spec 8, DECISIONS "Authentication", "Rate limits"):
- * ONE statement looks the key up by its prefix, joins the school's plan (read
- * on every request, so a plan change applies to the next one), and, only if
- * the presented secret's hash matches and the key is neither revoked nor
- * expired, decides the request on the key's shared state and records it when
- * accepted (`rate_limit_take`, migration 0200). A request that does not
+ * The rate-limit store (spec 8, docs/decisions.md "Authentication and
+ * scopes", "Rate limits"): ONE statement looks the key up by its prefix,
+ * joins the school's plan (read on every request, so a plan change applies
+ * to the next one), and, only if the presented secret's hash matches and the
+ * key is neither revoked nor expired, decides the request on the key's
+ * shared state and records it when accepted (`rate_limit_take`, migration
+ * 0200). The row is decoded here, at the edge. A request that does not
  * authenticate writes nothing; a rejected one writes nothing either (a 429
  * consumes no budget, and a flood of them is not a flood of writes).
  *
@@ -14,13 +15,10 @@
  * same slot. On a key's first request and its first acceptance after a plan
  * change the ring is re-laid (O(budget), inside the same call).
  */
-import { Context, Duration, Effect, Layer, Option } from "effect"
+import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { Plans } from "@school/domain"
-import type { KeyRecord } from "./ApiKeys.ts"
-
-/** The channel the invalidation triggers of migration 0200 notify, with the school id as payload. */
-export const INVALIDATE_CHANNEL = "rate_limit_invalidate"
+import { KeyRecord } from "./ApiKeys.ts"
 
 export interface Limit {
   /** The window, `RATE_LIMIT_WINDOW` (default 60 s). */
@@ -44,28 +42,25 @@ export type Outcome =
   /** The secret, or the key's state, does not authenticate: nothing counted, nothing written. */
   | { readonly _tag: "NotCounted" }
 
+/** The key as the statement reads it: the key record, its budget and how long until it expires. */
+const AdmittedKey = Schema.Struct({
+  ...KeyRecord.fields,
+  budget: Schema.Int,
+  /** µs until the key expires, when it has an expiry. */
+  expires_in: Schema.NullOr(Schema.Number)
+})
+
 export interface Admission {
-  readonly key: KeyRecord & {
-    readonly budget: number
-    /** µs until the key expires, when it has an expiry. */
-    readonly expires_in: number | null
-  }
+  readonly key: typeof AdmittedKey.Type
   readonly outcome: Outcome
 }
 
-interface Row {
-  readonly id: number
-  readonly school_id: number
-  readonly scope: "read" | "write"
-  readonly secret_hash: Uint8Array
-  readonly revoked: boolean
-  readonly expired: boolean
-  readonly plan: string | null
-  readonly budget: number
-  readonly expires_in: number | null
+const Row = Schema.Struct({
+  ...AdmittedKey.fields,
   /** µs to wait, 0 when accepted and recorded; null when not counted. */
-  readonly wait: number | null
-}
+  wait: Schema.NullOr(Schema.Number)
+})
+const decodeRows = Schema.decodeUnknownEffect(Schema.Array(Row))
 
 /** `Plans.budgetPerMinute` as the statement's parameters: the budget of every named plan, and the default. */
 export const planBudgets: Budgets = {
@@ -91,7 +86,7 @@ export class RateLimits extends Context.Service<RateLimits, {
         const windowMicros = Math.round(Duration.toMillis(limit.window) * 1000)
         const budgets = limit.budgets ?? planBudgets
         const budgetsJson = limit.budgets === undefined ? planBudgetsJson : JSON.stringify(budgets.byPlan)
-        const rows = yield* sql<Row>`
+        const rows = yield* sql`
           WITH key AS (
             SELECT k.id, k.school_id, k.scope, k.secret_hash,
                    k.revoked_at IS NOT NULL AS revoked,
@@ -109,7 +104,7 @@ export class RateLimits extends Context.Service<RateLimits, {
                       THEN rate_limit_take(key.school_id, key.id, key.budget, ${limit.at ?? null}::int8,
                                            ${windowMicros}::int8)::float8
                  END AS wait
-          FROM key`.pipe(Effect.orDie)
+          FROM key`.pipe(Effect.flatMap(decodeRows), Effect.orDie)
         const row = rows[0]
         if (row === undefined) return Option.none<Admission>()
         const { wait, ...key } = row

@@ -1,15 +1,16 @@
 /** GET /groups, /lessons, /filials, /subjects, /programs, /levels. */
 import { Effect, Layer, Result } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { LessonWindow, Pagination } from "@school/domain"
-import { CurrentKey, PublicApi } from "@school/domain/PublicApi"
+import { type Ids, LessonWindow, Pagination } from "@school/domain"
+import { CurrentKey } from "@school/domain/api/Middleware"
+import { PublicApi } from "@school/domain/api/PublicApi"
 import { Catalog } from "@school/persistence/Catalog"
 import type { PageResult } from "@school/persistence/Paging"
 
 type PageQuery = { readonly page?: number | undefined; readonly per_page?: number | undefined }
 
 /** A paginated list of one school: the whole handler, given which catalog list to read. */
-const listOf = <A>(read: (schoolId: number, page: Pagination.PageRequest) => Effect.Effect<PageResult<A>>) =>
+const listOf = <A>(read: (schoolId: Ids.SchoolId, page: Pagination.PageRequest) => Effect.Effect<PageResult<A>>) =>
   Effect.fnUntraced(function*({ query }: { readonly query: PageQuery }) {
     const { schoolId } = yield* CurrentKey
     const page = Pagination.pageRequest(query)
@@ -53,6 +54,5 @@ export const ReferenceHandlersNoDeps = HttpApiBuilder.group(
   })
 )
 
-export const CatalogHandlers = Layer.mergeAll(GroupsHandlersNoDeps, LessonsHandlersNoDeps, ReferenceHandlersNoDeps).pipe(
-  Layer.provide(Catalog.layer)
-)
+/** The three groups of catalog reads, all served by `Catalog`. */
+export const CatalogHandlersNoDeps = Layer.mergeAll(GroupsHandlersNoDeps, LessonsHandlersNoDeps, ReferenceHandlersNoDeps)

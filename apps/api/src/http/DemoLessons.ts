@@ -1,8 +1,9 @@
-/** POST /demo-lessons (spec 4.2, DECISIONS "Writes"): one repository call. */
-import { Effect, Layer } from "effect"
+/** POST /demo-lessons (spec 4.2, docs/decisions.md "Writes"): one repository call. */
+import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { DemoLessons as DemoLessonRules } from "@school/domain"
-import { CurrentKey, PublicApi } from "@school/domain/PublicApi"
+import { CurrentKey } from "@school/domain/api/Middleware"
+import { PublicApi } from "@school/domain/api/PublicApi"
 import { DemoLessons } from "@school/persistence/DemoLessons"
 
 export const DemoLessonsHandlersNoDeps = HttpApiBuilder.group(
@@ -16,5 +17,3 @@ export const DemoLessonsHandlersNoDeps = HttpApiBuilder.group(
     }))
   })
 )
-
-export const DemoLessonsHandlers = DemoLessonsHandlersNoDeps.pipe(Layer.provide(DemoLessons.layer))

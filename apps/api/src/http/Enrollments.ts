@@ -1,7 +1,8 @@
-/** POST /students/{id}/groups (spec 4.2, DECISIONS "Writes"): one repository call. */
-import { Effect, Layer } from "effect"
+/** POST /students/{id}/groups (spec 4.2, docs/decisions.md "Writes"): one repository call. */
+import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { CurrentKey, PublicApi } from "@school/domain/PublicApi"
+import { CurrentKey } from "@school/domain/api/Middleware"
+import { PublicApi } from "@school/domain/api/PublicApi"
 import { Enrollments } from "@school/persistence/Enrollments"
 
 export const EnrollmentsHandlersNoDeps = HttpApiBuilder.group(
@@ -15,5 +16,3 @@ export const EnrollmentsHandlersNoDeps = HttpApiBuilder.group(
     }))
   })
 )
-
-export const EnrollmentsHandlers = EnrollmentsHandlersNoDeps.pipe(Layer.provide(Enrollments.layer))

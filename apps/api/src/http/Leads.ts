@@ -1,8 +1,9 @@
 /** POST /leads (spec 2.2, 4.2): defaults applied, one repository call. */
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Leads as LeadRules } from "@school/domain"
-import { CurrentKey, PublicApi } from "@school/domain/PublicApi"
+import { CurrentKey } from "@school/domain/api/Middleware"
+import { PublicApi } from "@school/domain/api/PublicApi"
 import { Leads } from "@school/persistence/Leads"
 
 export const LeadsHandlersNoDeps = HttpApiBuilder.group(
@@ -16,5 +17,3 @@ export const LeadsHandlersNoDeps = HttpApiBuilder.group(
     }))
   })
 )
-
-export const LeadsHandlers = LeadsHandlersNoDeps.pipe(Layer.provide(Leads.layer))

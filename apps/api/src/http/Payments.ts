@@ -1,8 +1,9 @@
 /** GET /payments (spec 2.4): amounts in whole kopecks. */
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Pagination } from "@school/domain"
-import { CurrentKey, PublicApi } from "@school/domain/PublicApi"
+import { CurrentKey } from "@school/domain/api/Middleware"
+import { PublicApi } from "@school/domain/api/PublicApi"
 import { Payments } from "@school/persistence/Payments"
 
 export const PaymentsHandlersNoDeps = HttpApiBuilder.group(
@@ -18,5 +19,3 @@ export const PaymentsHandlersNoDeps = HttpApiBuilder.group(
     }))
   })
 )
-
-export const PaymentsHandlers = PaymentsHandlersNoDeps.pipe(Layer.provide(Payments.layer))

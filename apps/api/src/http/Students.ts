@@ -1,8 +1,9 @@
 /** GET /students and GET /students/{id} (spec 2.3, 4.2): decode, one repository call, encode. */
-import { Effect, Layer, Option } from "effect"
+import { Effect, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Errors, Pagination } from "@school/domain"
-import { CurrentKey, PublicApi } from "@school/domain/PublicApi"
+import { CurrentKey } from "@school/domain/api/Middleware"
+import { PublicApi } from "@school/domain/api/PublicApi"
 import { Students } from "@school/persistence/Students"
 
 export const StudentsHandlersNoDeps = HttpApiBuilder.group(
@@ -28,5 +29,3 @@ export const StudentsHandlersNoDeps = HttpApiBuilder.group(
       }))
   })
 )
-
-export const StudentsHandlers = StudentsHandlersNoDeps.pipe(Layer.provide(Students.layer))

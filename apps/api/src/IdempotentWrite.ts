@@ -1,6 +1,6 @@
 /**
  * The idempotency middleware of every write (spec 4.1, 4.3 rules 1-2, 7.2;
- * DECISIONS "Idempotency"), between the scope check and validation:
+ * docs/decisions.md "Idempotency"), between the scope check and validation:
  *
  * 1. The Idempotency-Key header: absent is 422 missing_idempotency_key,
  *    malformed is 422 validation_failed; nothing runs.
@@ -24,9 +24,9 @@ import { Cause, Data, Effect, Exit, Layer, Result } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { Errors, Idempotency } from "@school/domain"
-import { CurrentKey, IdempotentWrite } from "@school/domain/PublicApi"
-import { IdempotencyStore, type KeyScope, type StoredResponse } from "@school/persistence/Idempotency"
-import { JSON_CONTENT_TYPE } from "./ErrorEnvelope.ts"
+import { CurrentKey, IdempotentWrite } from "@school/domain/api/Middleware"
+import { IdempotencyStore, type KeyScope, type StoredResponse } from "@school/persistence/IdempotencyStore"
+import { errorResponse, JSON_CONTENT_TYPE } from "./ErrorResponse.ts"
 
 export const REPLAYED_HEADER = "idempotent-replayed"
 
@@ -34,13 +34,6 @@ export const REPLAYED_HEADER = "idempotent-replayed"
 class NotStored extends Data.TaggedError("NotStored")<{ readonly response: HttpServerResponse.HttpServerResponse }> {}
 /** The claim was taken over while this attempt ran (it ran past the stale limit): roll back. */
 class ClaimLost extends Data.TaggedError("ClaimLost")<{}> {}
-
-const encoder = new TextEncoder()
-
-const storedError = (error: Errors.PublicError): StoredResponse => ({
-  status: Errors.statuses[error._tag],
-  body: encoder.encode(JSON.stringify(Errors.toEnvelope(error)))
-})
 
 /** The response to keep: JSON produced by the operation, below 500. */
 const toStored = (response: HttpServerResponse.HttpServerResponse): StoredResponse | undefined =>
@@ -90,10 +83,10 @@ export const IdempotentWriteLive = Layer.effect(
         const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
         const error: unknown = failure === undefined ? undefined : failure.error
         if (error instanceof ClaimLost) return yield* inProgress()
-        if (Errors.isPublicError(error) && Errors.statuses[error._tag] < 500) {
+        const rejected = Errors.isPublicError(error) ? toStored(errorResponse(error)) : undefined
+        if (rejected !== undefined) {
           // The operation's own 4xx (validation_failed, group_full, …): stored like a success.
-          const stored = storedError(error)
-          return (yield* store.complete(scope, token, stored)) ? respond(stored, false) : yield* inProgress()
+          return (yield* store.complete(scope, token, rejected)) ? respond(rejected, false) : yield* inProgress()
         }
         // Anything else is not the operation's answer: give the key up, so a retry runs again.
         yield* store.release(scope, token)

@@ -1,10 +1,11 @@
 /**
- * The idempotency store (spec 4.3 rules 1-2, 8; DECISIONS "Idempotency"):
- * claims a (school, key, operation) for one attempt, replays a completed
- * one, waits for a running one up to IDEMPOTENCY_WAIT, takes over an
- * expired record or a claim whose attempt is presumed dead, stores the
- * response, releases a claim whose attempt failed, and purges old records.
- * What to do with a record found is `Idempotency.decide` (libs/domain).
+ * The idempotency store (spec 4.3 rules 1-2, 8; docs/decisions.md
+ * "Idempotency"): claims a (school, key, operation) for one attempt, replays
+ * a completed one, waits for a running one up to IDEMPOTENCY_WAIT, takes
+ * over an expired record or a claim whose attempt is presumed dead, stores
+ * the response, releases a claim whose attempt failed, and purges old
+ * records. What to do with a record found is `Idempotency.decide`
+ * (libs/domain); rows are decoded here, at the edge.
  *
  * A claim is committed on its own, before the operation's transaction, so
  * every other request (in any API process) sees it at once; `complete` runs
@@ -12,10 +13,10 @@
  * when the operation commits. Take-overs compare the token they saw, so of
  * two requests taking over one record only one wins.
  */
-import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
-import { Idempotency } from "@school/domain"
+import { Idempotency, type Ids } from "@school/domain"
 
 export interface IdempotencyConfigShape {
   /** How long a repeat waits for a running first attempt (IDEMPOTENCY_WAIT). */
@@ -25,14 +26,18 @@ export interface IdempotencyConfigShape {
   readonly purgeEvery: Duration.Duration
 }
 
-/** Defaults per CONTRACT "Settings" and DECISIONS; the API process provides IDEMPOTENCY_WAIT. */
-export const IdempotencyConfig = Context.Reference<IdempotencyConfigShape>("school/persistence/Idempotency/Config", {
-  defaultValue: () => ({ wait: Duration.seconds(2), policy: Idempotency.DEFAULT_POLICY, purgeEvery: Duration.minutes(10) })
+/** Defaults per docs/operators.md "Settings"; the API process provides IDEMPOTENCY_WAIT. */
+export const IdempotencyConfig = Context.Reference<IdempotencyConfigShape>("school/persistence/IdempotencyStore/Config", {
+  defaultValue: () => ({
+    wait: Idempotency.DEFAULT_WAIT,
+    policy: Idempotency.DEFAULT_POLICY,
+    purgeEvery: Duration.minutes(10)
+  })
 })
 
-/** Which operation a key names (ARCHITECTURE: every query takes the caller's school). */
+/** Which operation a key names (docs/development.md: every query takes the caller's school). */
 export interface KeyScope {
-  readonly schoolId: number
+  readonly schoolId: Ids.SchoolId
   readonly key: string
   /** `Idempotency.operationOf(method, path)`. */
   readonly operation: string
@@ -52,15 +57,21 @@ export type Acquired =
   /** The first attempt is still running after the wait: 409 idempotency_in_progress. */
   | { readonly _tag: "InProgress" }
 
-interface ClaimRow {
-  readonly claimed: boolean
+/** What the claim statement finds: whether it claimed, else the record it collided with. */
+const ClaimRow = Schema.Struct({
+  claimed: Schema.Boolean,
   /** The existing record's token; null when there is none (or this statement inserted it). */
-  readonly token: string | null
-  readonly completed: boolean | null
-  readonly status_code: number | null
-  readonly response_body: Uint8Array | null
-  readonly age_ms: number | null
-}
+  token: Schema.NullOr(Schema.String),
+  completed: Schema.NullOr(Schema.Boolean),
+  status_code: Schema.NullOr(Schema.Int),
+  response_body: Schema.NullOr(Schema.Uint8Array),
+  age_ms: Schema.NullOr(Schema.Number)
+})
+/** The statement selects from `VALUES (1)`, so there is always one row. */
+const decodeClaim = Schema.decodeUnknownEffect(Schema.Tuple([ClaimRow]))
+
+/** The purge statement's count of deleted rows: one row. */
+const decodePurged = Schema.decodeUnknownEffect(Schema.Tuple([Schema.Struct({ n: Schema.Int })]))
 
 /** Rows deleted per purge statement, so one purge never holds a long lock. */
 const PURGE_BATCH = 10_000
@@ -93,7 +104,7 @@ export class IdempotencyStore extends Context.Service<IdempotencyStore, {
       // commit, which is synchronous, flushes it anyway. A fresh write then
       // waits for one flush, not two.
       const claim = (scope: KeyScope, token: string) =>
-        sql<ClaimRow>`
+        sql`
           WITH claimed AS (
             INSERT INTO idempotency_keys (school_id, key, operation, token)
             VALUES (${scope.schoolId}, ${scope.key}, ${scope.operation}, ${token}::uuid)
@@ -108,7 +119,8 @@ export class IdempotencyStore extends Context.Service<IdempotencyStore, {
           FROM (VALUES (1)) AS one (x)
           LEFT JOIN idempotency_keys k
             ON k.school_id = ${scope.schoolId} AND k.key = ${scope.key} AND k.operation = ${scope.operation}`.pipe(
-          Effect.map((rows) => rows[0]),
+          Effect.flatMap(decodeClaim),
+          Effect.map(([row]) => row),
           Effect.orDie
         )
 
@@ -127,7 +139,7 @@ export class IdempotencyStore extends Context.Service<IdempotencyStore, {
         while (true) {
           const token = randomUUID()
           const row = yield* claim(scope, token)
-          if (row === undefined || row.claimed) return { _tag: "Claimed", token }
+          if (row.claimed) return { _tag: "Claimed", token }
           if (row.token !== null && row.completed !== null && row.age_ms !== null) {
             const decision = Idempotency.decide({ completed: row.completed, ageMs: row.age_ms }, config.policy)
             if (decision === "replay" && row.status_code !== null && row.response_body !== null) {
@@ -158,7 +170,7 @@ export class IdempotencyStore extends Context.Service<IdempotencyStore, {
           WHERE school_id = ${scope.schoolId} AND key = ${scope.key} AND operation = ${scope.operation}
             AND token = ${token}::uuid AND completed_at IS NULL`.pipe(Effect.asVoid, Effect.orDie)
 
-      const purgeBatch = sql<{ readonly n: number }>`
+      const purgeBatch = sql`
         WITH gone AS (
           DELETE FROM idempotency_keys
           WHERE ctid = ANY (ARRAY(
@@ -168,7 +180,11 @@ export class IdempotencyStore extends Context.Service<IdempotencyStore, {
           ))
           RETURNING 1
         )
-        SELECT count(*)::int AS n FROM gone`.pipe(Effect.map((rows) => rows[0]?.n ?? 0), Effect.orDie)
+        SELECT count(*)::int AS n FROM gone`.pipe(
+        Effect.flatMap(decodePurged),
+        Effect.map(([{ n }]) => n),
+        Effect.orDie
+      )
 
       const purge = Effect.gen(function*() {
         let total = 0
@@ -185,9 +201,9 @@ export class IdempotencyStore extends Context.Service<IdempotencyStore, {
 }
 
 /**
- * The API process's purge job (DECISIONS "Idempotency": records older than
- * 24 hours are purged): at start and then every `purgeEvery`. A failed run is
- * logged and the next one tries again.
+ * The API process's purge job (docs/decisions.md "Idempotency": records
+ * older than 24 hours are purged): at start and then every `purgeEvery`. A
+ * failed run is logged and the next one tries again.
  */
 export const IdempotencyPurge = Layer.effectDiscard(Effect.gen(function*() {
   const store = yield* IdempotencyStore

@@ -1,0 +1,15 @@
+/** The scope check of every write (spec 5.1): a `write` key covers reads too; only writes ask for it. */
+import { Effect, Layer } from "effect"
+import { Errors } from "@school/domain"
+import { CurrentKey, RequireWriteScope } from "@school/domain/api/Middleware"
+
+export const RequireWriteScopeLive = Layer.succeed(
+  RequireWriteScope,
+  RequireWriteScope.of(Effect.fnUntraced(function*(httpEffect) {
+    const key = yield* CurrentKey
+    if (key.scope !== "write") {
+      return yield* new Errors.InsufficientScope({ message: "This endpoint needs an API key with write scope." })
+    }
+    return yield* httpEffect
+  }))
+)

@@ -1,0 +1,137 @@
+/**
+ * How an API declares its errors: a module whose every export is one row,
+ * made here, is that API's error table (libs/domain/src/PublicErrors.ts for
+ * the public API). A row is a tagged error class that carries everything
+ * about the error, so adding an error is adding one row:
+ *
+ * - its HTTP status (`httpApiStatus`, so HttpApi answers with it) and wire
+ *   code, as `Row.status` and `Row.code`;
+ * - its message shape: `message` and optional `fields` (spec 7.1), plus the
+ *   response headers a row made by `rowWithHeaders` carries (`headers`);
+ * - `Row.envelope`, the schema endpoints and middleware declare: it encodes
+ *   the error as the envelope `{ error: { code, message, fields? } }` (and
+ *   its headers), so OpenAPI shows the real response and `HttpApiClient`
+ *   decodes it back to the class;
+ * - `error.encode()`, the same envelope as status, headers and body, for
+ *   responses written outside HttpApi (one function in apps/api builds them).
+ *
+ * `ErrorOf<typeof Table>` is the union of a table's errors and
+ * `guard(Table)` recognises them.
+ */
+import { Schema, SchemaTransformation } from "effect"
+import { HttpApiSchema } from "effect/http-api"
+
+/** `fields` values: a string, or a list of strings for validation messages (spec 7.1). */
+export const ErrorFields = Schema.Record(Schema.String, Schema.Union([Schema.String, Schema.Array(Schema.String)]))
+export type ErrorFields = typeof ErrorFields.Type
+
+/** The message shape every row shares. */
+const Body = {
+  message: Schema.String,
+  fields: Schema.optionalKey(ErrorFields)
+}
+
+interface ErrorBody {
+  readonly message: string
+  readonly fields?: ErrorFields
+}
+
+/** An error as a response: what `encode()` gives. */
+export interface Encoded {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  /** The envelope, ready for `JSON.stringify`. */
+  readonly body: unknown
+}
+
+/** Response headers a row carries: each a codec from its value to the header's text. */
+export type HeaderFields = { readonly [name: string]: Schema.Codec<unknown, string> }
+
+/** The envelope's schema for one code. */
+const envelopeOf = <Code extends string>(code: Code) =>
+  Schema.Struct({
+    error: Schema.Struct({
+      code: Schema.Literal(code),
+      message: Schema.String,
+      fields: Schema.optionalKey(ErrorFields)
+    })
+  })
+
+/** The envelope of one error under its code; `fields` only when there are any (spec 7.1). */
+const envelopeBody = <Code extends string>(code: Code, { message, fields }: ErrorBody) => ({
+  error: { code, message, ...(fields === undefined ? {} : { fields }) }
+})
+
+/** A row whose response is the envelope alone. */
+export const row = <const Tag extends string, const Code extends string>(tag: Tag, status: number, code: Code) => {
+  class Row extends Schema.TaggedError<Row>()(tag, Body, { httpApiStatus: status }) {
+    static readonly status = status
+    static readonly code = code
+    encode(): Encoded {
+      return { status, headers: {}, body: Schema.encodeSync(envelope)(this) }
+    }
+  }
+  const envelope = envelopeOf(code).pipe(
+    Schema.decodeTo(
+      Schema.toType(Row),
+      SchemaTransformation.transform({
+        decode: ({ error }) => new Row(error.fields === undefined ? { message: error.message } : error),
+        encode: (error: Row) => envelopeBody(code, error)
+      })
+    )
+  )
+  return Object.assign(Row, { envelope })
+}
+
+/**
+ * A row whose response also carries headers (spec 8: a 429's
+ * `Retry-After`): the error's `headers` hold their values, and the contract
+ * declares them, so OpenAPI documents them and the client decodes them.
+ */
+export const rowWithHeaders = <const Tag extends string, const Code extends string, const H extends HeaderFields>(
+  tag: Tag,
+  status: number,
+  code: Code,
+  headers: H
+) => {
+  const Headers = Schema.Struct(headers)
+  class Row extends Schema.TaggedError<Row>()(tag, { ...Body, headers: Schema.toType(Headers) }, {
+    httpApiStatus: status
+  }) {
+    static readonly status = status
+    static readonly code = code
+    encode(): Encoded {
+      const encoded = Schema.encodeSync(envelope)(this)
+      return { status, headers: encoded.headers, body: encoded.body }
+    }
+  }
+  const decodeRow = Schema.decodeSync(Row)
+  const body = envelopeOf(code).pipe(HttpApiSchema.status(status)).annotate({ identifier: `${tag}Encoded` })
+  const envelope = Row.pipe(HttpApiSchema.encodeToWithHeaders({ body, headers }, {
+    decode: ({ body: { error }, headers }) =>
+      decodeRow({
+        _tag: tag,
+        message: error.message,
+        ...(error.fields === undefined ? {} : { fields: error.fields }),
+        headers
+      }),
+    encode: (error) => ({ body: envelopeBody(code, error), headers: error.headers })
+  }))
+  return Object.assign(Row, { envelope })
+}
+
+/** What every row's class has. */
+interface AnyRow {
+  new(...args: ReadonlyArray<never>): { readonly _tag: string; encode(): Encoded }
+  readonly status: number
+  readonly code: string
+}
+
+/** The errors of a table (a module of rows, imported as a namespace). */
+export type ErrorOf<Table extends Record<string, AnyRow>> = InstanceType<Table[keyof Table]>
+
+/** Whether a failure of unknown type (what a middleware sees) is one of a table's errors. */
+export const guard = <Table extends Record<string, AnyRow>>(table: Table) => {
+  const rows = Object.values(table)
+  return (u: unknown): u is ErrorOf<Table> => rows.some((Row) => u instanceof Row)
+}

@@ -1,0 +1,55 @@
+/**
+ * What the generated OpenAPI document says differently from what HttpApi
+ * derives, and why: the Idempotency-Key header as the specification spells
+ * it, with its rule; request bodies that accept unknown fields. Everything
+ * else (envelopes, statuses, the 429's `Retry-After`) comes from the
+ * contract itself.
+ */
+import { Predicate } from "effect"
+import * as Idempotency from "../Idempotency.ts"
+
+type Json = Record<string, unknown>
+
+const isJson = (u: unknown): u is Json => Predicate.isObject(u) && !Array.isArray(u)
+const valuesOf = (u: unknown): ReadonlyArray<unknown> => (isJson(u) ? Object.values(u) : [])
+
+/**
+ * An operation transform for every write: the Idempotency-Key header (spec
+ * 4.1) under its specified name, with its rule and its bounds.
+ */
+export const documentIdempotencyKey = (operation: Json): Json => ({
+  ...operation,
+  parameters: (Array.isArray(operation["parameters"]) ? operation["parameters"] : []).map((parameter: unknown) =>
+    isJson(parameter) && parameter["in"] === "header" && parameter["name"] === "idempotency-key"
+      ? {
+        ...parameter,
+        name: Idempotency.HEADER,
+        description: Idempotency.KEY_DESCRIPTION,
+        schema: { type: "string", minLength: 1, maxLength: Idempotency.MAX_KEY_LENGTH, pattern: "^[\\x20-\\x7E]+$" }
+      }
+      : parameter
+  )
+})
+
+/**
+ * A document transform: unknown fields in a request body are ignored
+ * (docs/decisions.md "Requests and responses"), so no request body may claim
+ * `additionalProperties: false`.
+ */
+export const allowUnknownBodyFields = (spec: Json): Json => {
+  const components = isJson(spec["components"]) ? spec["components"]["schemas"] : undefined
+  const open = (schema: unknown) => {
+    const ref = isJson(schema) ? schema["$ref"] : undefined
+    const target = typeof ref === "string" && isJson(components) ? components[ref.split("/").pop() ?? ""] : schema
+    if (isJson(target) && target["additionalProperties"] === false) delete target["additionalProperties"]
+  }
+  for (const operations of valuesOf(spec["paths"])) {
+    for (const operation of valuesOf(operations)) {
+      const body = isJson(operation) ? operation["requestBody"] : undefined
+      for (const media of valuesOf(isJson(body) ? body["content"] : undefined)) {
+        if (isJson(media)) open(media["schema"])
+      }
+    }
+  }
+  return spec
+}

@@ -1,0 +1,158 @@
+/**
+ * The public API contract, `/api/public/v1` (spec part 4): endpoints, their
+ * parameters, success shapes and every error each can return, in the public
+ * envelope. The server (apps/api) implements it; tests and integrators derive
+ * a typed client from it; OpenAPI is generated from it.
+ */
+import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import * as DemoLessons from "../DemoLessons.ts"
+import * as Enrollments from "../Enrollments.ts"
+import * as Errors from "../Errors.ts"
+import * as Idempotency from "../Idempotency.ts"
+import { StudentId } from "../Ids.ts"
+import * as Leads from "../Leads.ts"
+import { IsoDate } from "../LessonWindow.ts"
+import * as Models from "../Models.ts"
+import { Meta, Page, PerPage } from "../Pagination.ts"
+import { IsoInstant } from "../Timestamps.ts"
+import { Authentication, readStack, writeStack } from "./Middleware.ts"
+import { allowUnknownBodyFields, documentIdempotencyKey } from "./OpenApiAdjustments.ts"
+
+export const BASE_PATH = "/api/public/v1"
+
+const list = <S extends Schema.Top>(item: S) => Schema.Struct({ data: Schema.Array(item), meta: Meta })
+const single = <S extends Schema.Top>(item: S) => Schema.Struct({ data: item })
+const created = <S extends Schema.Top>(item: S) => single(item).pipe(HttpApiSchema.status(201))
+
+const pagination = {
+  page: Schema.optional(Page).annotate({ description: "Page number, from 1 (default 1)" }),
+  per_page: Schema.optional(PerPage).annotate({ description: "Items per page, 1..100 (default 20)" })
+}
+
+const updatedSince = Schema.optional(IsoInstant).annotate({
+  description:
+    "Only records whose last-modified time is at or after this ISO 8601 instant with offset. Percent-encode '+' in URLs."
+})
+
+/** The headers of every write: the Idempotency-Key (spec 4.1). */
+const writeHeaders = { "idempotency-key": Idempotency.IdempotencyKey }
+
+export class StudentsGroup extends readStack(
+  HttpApiGroup.make("students").add(
+    HttpApiEndpoint.get("list", "/students", {
+      query: { ...pagination, updated_since: updatedSince },
+      success: list(Models.StudentListItem)
+    }).annotate(OpenApi.Summary, "List students"),
+    HttpApiEndpoint.get("get", "/students/:id", {
+      params: { id: StudentId },
+      success: single(Models.StudentCard),
+      error: Errors.NotFound.envelope
+    }).annotate(OpenApi.Summary, "Get a student with their active groups")
+  )
+) {}
+
+export class PaymentsGroup extends readStack(
+  HttpApiGroup.make("payments").add(
+    HttpApiEndpoint.get("list", "/payments", {
+      query: { ...pagination, updated_since: updatedSince },
+      success: list(Models.Payment)
+    }).annotate(OpenApi.Summary, "List payments (amounts in whole kopecks)")
+  )
+) {}
+
+export class GroupsGroup extends readStack(
+  HttpApiGroup.make("groups").add(
+    HttpApiEndpoint.get("list", "/groups", {
+      query: pagination,
+      success: list(Models.Group)
+    }).annotate(OpenApi.Summary, "List groups with capacity and free places")
+  )
+) {}
+
+export class LessonsGroup extends readStack(
+  HttpApiGroup.make("lessons").add(
+    HttpApiEndpoint.get("list", "/lessons", {
+      query: {
+        from: IsoDate.annotate({ description: "First day (YYYY-MM-DD, inclusive, UTC)" }),
+        to: IsoDate.annotate({ description: "Last day (YYYY-MM-DD, inclusive, UTC); at most 92 days after from" }),
+        ...pagination
+      },
+      success: list(Models.Lesson),
+      error: [Errors.InvalidWindow.envelope, Errors.WindowTooLarge.envelope]
+    }).annotate(OpenApi.Summary, "List lessons starting in a window of days")
+  )
+) {}
+
+export class ReferenceGroup extends readStack(
+  HttpApiGroup.make("reference").add(
+    HttpApiEndpoint.get("filials", "/filials", { query: pagination, success: list(Models.Filial) }),
+    HttpApiEndpoint.get("subjects", "/subjects", { query: pagination, success: list(Models.Subject) }),
+    HttpApiEndpoint.get("programs", "/programs", { query: pagination, success: list(Models.Program) }),
+    HttpApiEndpoint.get("levels", "/levels", { query: pagination, success: list(Models.Level) })
+  )
+) {}
+
+export class LeadsGroup extends writeStack(
+  HttpApiGroup.make("leads").add(
+    HttpApiEndpoint.post("create", "/leads", {
+      headers: writeHeaders,
+      payload: Leads.CreateLeadRequest,
+      success: created(Leads.Lead),
+      error: Errors.FunnelNotFound.envelope
+    }).annotate(OpenApi.Summary, "Create a lead (emits lead.created)")
+      .annotate(OpenApi.Transform, documentIdempotencyKey)
+  )
+) {}
+
+export class DemoLessonsGroup extends writeStack(
+  HttpApiGroup.make("demoLessons").add(
+    HttpApiEndpoint.post("create", "/demo-lessons", {
+      headers: writeHeaders,
+      payload: DemoLessons.CreateDemoLessonRequest,
+      success: created(DemoLessons.DemoLesson),
+      error: [Errors.GroupNotFound.envelope, Errors.GroupFull.envelope]
+    }).annotate(OpenApi.Summary, "Book a demo (trial) lesson for a student or a lead")
+      .annotate(OpenApi.Transform, documentIdempotencyKey)
+  )
+) {}
+
+export class EnrollmentsGroup extends writeStack(
+  HttpApiGroup.make("enrollments").add(
+    HttpApiEndpoint.post("create", "/students/:id/groups", {
+      params: { id: StudentId },
+      headers: writeHeaders,
+      payload: Enrollments.CreateEnrollmentRequest,
+      success: created(Enrollments.Enrollment),
+      error: [
+        Errors.StudentNotFound.envelope,
+        Errors.GroupNotFound.envelope,
+        Errors.GroupFull.envelope,
+        Errors.AlreadyEnrolled.envelope
+      ]
+    }).annotate(OpenApi.Summary, "Enroll a student into a group (emits group.enrolled)")
+      .annotate(OpenApi.Transform, documentIdempotencyKey)
+  )
+) {}
+
+export class PublicApi extends HttpApi.make("public-v1")
+  .add(StudentsGroup)
+  .add(PaymentsGroup)
+  .add(GroupsGroup)
+  .add(LessonsGroup)
+  .add(ReferenceGroup)
+  .add(LeadsGroup)
+  .add(DemoLessonsGroup)
+  .add(EnrollmentsGroup)
+  .middleware(Authentication)
+  .prefix(BASE_PATH)
+  .annotate(HttpApi.ParseOptions, { errors: "all" })
+  .annotateMerge(OpenApi.annotations({
+    title: "School Management Service: Public API",
+    version: "1",
+    description:
+      "Read and write a school's data. Every request carries `Authorization: Bearer svc_<prefix>_<secret>`. " +
+      "Errors use the envelope `{ error: { code, message, fields? } }`.",
+    transform: allowUnknownBodyFields
+  }))
+{}
