@@ -1,11 +1,12 @@
 /**
- * The webhook event catalog (spec 6.3; DECISIONS "Webhooks"): each event's
- * name and payload, field for field and in the specification's order. A
- * business write puts its event in the outbox in the same transaction
- * (ARCHITECTURE); the dispatcher delivers the payload as stored.
+ * The webhook event catalog (spec 6.3; docs/decisions.md "Webhooks"): each
+ * event's name and payload, field for field and in the specification's
+ * order. A business write puts its event in the outbox in the same
+ * transaction (docs/development.md "libs/persistence"); the dispatcher delivers the payload as
+ * stored.
  *
  * Integer fields are never null: where the record has none the value is 0
- * (DECISIONS "Webhooks"). Payloads decode strictly: an extra or missing field
+ * (docs/decisions.md "Webhooks"). Payloads decode strictly: an extra or missing field
  * is an error, so a test that decodes an outbox row checks the shape exactly.
  */
 import { Schema } from "effect"

@@ -1,9 +1,10 @@
 /**
  * The idempotency rules of the write endpoints (spec 4.1, 4.3 rules 1-2,
- * 7.2, 8; DECISIONS "Idempotency"), as pure functions: what a well-formed
- * key is, which operation a key names, and what a repeat does when it finds
- * a record for its key. The store (libs/persistence/src/Idempotency.ts) and
- * the middleware (apps/api/src/Idempotency.ts) only carry these out.
+ * 7.2, 8; docs/decisions.md "Idempotency"), as pure functions: what a
+ * well-formed key is, which operation a key names, and what a repeat does
+ * when it finds a record for its key. The store
+ * (libs/persistence/src/IdempotencyStore.ts) and the middleware
+ * (apps/api/src/IdempotentWrite.ts) only carry these out.
  */
 import { Duration, Result, Schema } from "effect"
 import { MissingIdempotencyKey, ValidationFailed } from "./Errors.ts"
@@ -19,7 +20,7 @@ const KEY_PATTERN = /^[\x20-\x7E]{1,255}$/
 
 export const KEY_MESSAGE = `Expected 1 to ${MAX_KEY_LENGTH} printable ASCII characters, for example a UUID`
 
-/** DECISIONS "Idempotency": 1 to 255 printable ASCII characters (0x20-0x7E). */
+/** docs/decisions.md "Idempotency": 1 to 255 printable ASCII characters (0x20-0x7E). */
 export const isWellFormedKey = (key: string): boolean => KEY_PATTERN.test(key)
 
 export const KEY_DESCRIPTION =
@@ -52,7 +53,7 @@ export const validateKey = (
 }
 
 /**
- * The operation a key is scoped to, besides the school (DECISIONS
+ * The operation a key is scoped to, besides the school (docs/decisions.md
  * "Idempotency"): the method and the concrete path, so one key on
  * `/students/5/groups` and on `/students/6/groups` names two operations.
  */

@@ -1,8 +1,8 @@
 /**
- * The GET /lessons window (spec 4.2, 8; DECISIONS "GET /lessons"): `from` and
- * `to` are inclusive calendar dates compared on the lesson's start in UTC;
- * `to` before `from` is invalid_window, `to - from` over 92 days is
- * window_too_large.
+ * The GET /lessons window (spec 4.2, 8; docs/decisions.md "GET /lessons"):
+ * `from` and `to` are inclusive calendar dates compared on the lesson's
+ * start in UTC; `to` before `from` is invalid_window, `to - from` over 92
+ * days is window_too_large.
  */
 import { Result, Schema } from "effect"
 import { InvalidWindow, WindowTooLarge } from "./Errors.ts"

@@ -1,7 +1,8 @@
 /**
- * List pagination (spec 4.1, DECISIONS "Lists"): `page` from 1 (default 1),
- * `per_page` 1..100 (default 20, above 100 is an error, never clamped), order
- * by ascending id. A page past the end is empty with the true total.
+ * List pagination (spec 4.1, docs/decisions.md "Lists"): `page` from 1
+ * (default 1), `per_page` 1..100 (default 20, above 100 is an error, never
+ * clamped), order by ascending id. A page past the end is empty with the
+ * true total.
  */
 import { Schema } from "effect"
 

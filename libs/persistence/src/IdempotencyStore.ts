@@ -35,7 +35,7 @@ export const IdempotencyConfig = Context.Reference<IdempotencyConfigShape>("scho
   })
 })
 
-/** Which operation a key names (docs/development.md: every query takes the caller's school). */
+/** Which operation a key names (docs/development.md "libs/persistence": every query takes the caller's school). */
 export interface KeyScope {
   readonly schoolId: Ids.SchoolId
   readonly key: string

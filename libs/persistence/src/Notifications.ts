@@ -1,6 +1,6 @@
 /**
  * PostgreSQL's notifications as Effect Streams, so no app touches the
- * driver (docs/development.md, the package layout). Each stream starts
+ * driver (docs/development.md "libs/persistence"). Each stream starts
  * with its `LISTEN`, which holds one connection for as long as the scope
  * that started it.
  *

@@ -3,8 +3,8 @@
  * provides, requires and can answer, and the two stacks every group uses.
  * apps/api implements them; a client derives their errors from here.
  *
- * A request meets them in this order (docs/development.md, the request
- * path): authenticate and rate limit (401, 429) → scope (403) →
+ * A request meets them in this order (docs/development.md "The request
+ * path"): authenticate and rate limit (401, 429) → scope (403) →
  * idempotency (422 missing_idempotency_key, replay, 409) → request
  * validation (422 validation_failed) → the operation.
  */
