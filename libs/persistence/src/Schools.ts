@@ -5,10 +5,10 @@
  * so a school is never half created. Rows are decoded here; SQL and decode errors are
  * defects, so callers see only the errors below.
  */
-import { formatApiKey, generateApiKey, hashSecret } from "@school/domain/ApiKey"
+import { formatApiKey, generateApiKey, hashSecret, Scope } from "@school/domain/ApiKey"
 import * as Ids from "@school/domain/Ids"
 import type { Plan } from "@school/domain/Plans"
-import { Scope } from "@school/domain/ApiKey"
+import { Timestamp } from "@school/domain/Timestamps"
 import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomBytes } from "node:crypto"
@@ -124,8 +124,8 @@ const IssuedKeyRow = Schema.Struct({
   name: Schema.String,
   scope: Scope,
   prefix: Schema.String,
-  created_at: Schema.String,
-  expires_at: Schema.NullOr(Schema.String)
+  created_at: Timestamp,
+  expires_at: Schema.NullOr(Timestamp)
 })
 type IssuedKeyRow = typeof IssuedKeyRow.Type
 const decodeIssued = Schema.decodeUnknownEffect(IssuedKeyRow)
