@@ -4,7 +4,7 @@
  * still brings back the true total.
  */
 import { Effect, Schema } from "effect"
-import type { Ids } from "@school/domain"
+import { type Ids, Pagination } from "@school/domain"
 import type { SqlClient, Statement } from "effect/sql"
 
 export interface PageResult<A> {
@@ -59,3 +59,40 @@ export const updatedSinceFilter = (
   updatedSince === undefined
     ? sql`school_id = ${schoolId}`
     : sql`school_id = ${schoolId} AND updated_at >= ${updatedSince}::timestamptz`
+
+/** A list request of a table clients sync from (spec 4.3 rule 4): a page, and `updated_since` when given. */
+export interface SyncedListRequest {
+  readonly page: Pagination.PageRequest
+  /** An instant already validated by the API (libs/domain Timestamps). */
+  readonly updatedSince?: string | undefined
+}
+
+/**
+ * A reader of pages of a school's `table` in id order, optionally filtered
+ * by `updated_since` (students, payments): the total is the kept row count
+ * when unfiltered, else a count of the matches; the page is a deferred join,
+ * so the offset walks ids only (an index-only scan) and `columns` (over the
+ * alias `t`) are formatted for the page's rows alone.
+ */
+export const syncedListReader = <S extends Schema.Constraint>(
+  sql: SqlClient.SqlClient,
+  row: S,
+  table: "students" | "payments",
+  columns: Statement.Fragment
+) => {
+  const readPage = pageReader(sql, row)
+  const from = sql(table)
+  return (schoolId: Ids.SchoolId, { page, updatedSince }: SyncedListRequest) => {
+    const { limit, offset } = Pagination.toWindow(page)
+    const filter = updatedSinceFilter(sql, schoolId, updatedSince)
+    return readPage(
+      updatedSince === undefined
+        ? countedTotal(sql, table, schoolId)
+        : sql`SELECT count(*)::int AS total FROM ${from} WHERE ${filter}`,
+      sql`SELECT ${columns}
+          FROM (SELECT id FROM ${from} WHERE ${filter} ORDER BY id LIMIT ${limit} OFFSET ${offset}) ids
+          JOIN ${from} t ON t.school_id = ${schoolId} AND t.id = ids.id
+          ORDER BY t.id`
+    )
+  }
+}

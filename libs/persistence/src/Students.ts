@@ -3,9 +3,9 @@
  * Every function takes the caller's school: no query can forget it.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { type Ids, Models, Money, Pagination } from "@school/domain"
+import { type Ids, Models, Money } from "@school/domain"
 import { SqlClient } from "effect/sql"
-import { countedTotal, pageReader, updatedSinceFilter } from "./Paging.ts"
+import { type SyncedListRequest, syncedListReader } from "./Paging.ts"
 
 const StudentRow = Schema.Struct({
   ...Models.StudentListItem.fields,
@@ -18,11 +18,7 @@ const StudentCardRow = Schema.Struct({
 })
 const decodeCard = Schema.decodeUnknownEffect(StudentCardRow)
 
-export interface ListStudents {
-  readonly page: Pagination.PageRequest
-  /** ISO 8601 with offset, already validated; passed to Postgres unchanged. */
-  readonly updatedSince?: string | undefined
-}
+export type ListStudents = SyncedListRequest
 
 export class Students extends Context.Service<Students, {
   list(schoolId: Ids.SchoolId, request: ListStudents): Effect.Effect<{
@@ -35,25 +31,13 @@ export class Students extends Context.Service<Students, {
     Students,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const readPage = pageReader(sql, StudentRow)
-
-      const list = (schoolId: Ids.SchoolId, { page, updatedSince }: ListStudents) => {
-        const { limit, offset } = Pagination.toWindow(page)
-        const filter = updatedSinceFilter(sql, schoolId, updatedSince)
-        return readPage(
-          updatedSince === undefined
-            ? countedTotal(sql, "students", schoolId)
-            : sql`SELECT count(*)::int AS total FROM students WHERE ${filter}`,
-          // Deferred join: the offset walks ids only (an index-only scan); the
-          // columns are formatted for the page's rows alone.
-          sql`SELECT s.id, s.fio, s.phone, s.email, s.balance_kopecks, s.filial_id,
-                     api_ts(s.created_at) AS created_at, api_ts(s.updated_at) AS updated_at,
-                     NULL AS active_groups
-              FROM (SELECT id FROM students WHERE ${filter} ORDER BY id LIMIT ${limit} OFFSET ${offset}) ids
-              JOIN students s ON s.school_id = ${schoolId} AND s.id = ids.id
-              ORDER BY s.id`
-        )
-      }
+      const list = syncedListReader(
+        sql,
+        StudentRow,
+        "students",
+        sql`t.id, t.fio, t.phone, t.email, t.balance_kopecks, t.filial_id,
+            api_ts(t.created_at) AS created_at, api_ts(t.updated_at) AS updated_at, NULL AS active_groups`
+      )
 
       const get = (schoolId: Ids.SchoolId, id: Ids.StudentId) =>
         sql`SELECT s.id, s.fio, s.phone, s.email, s.balance_kopecks, s.filial_id,
