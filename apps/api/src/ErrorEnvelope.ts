@@ -2,11 +2,13 @@
  * Everything that leaves the server outside HttpApi's typed errors gets the
  * public envelope too (docs/decisions.md "Requests and responses"): unknown
  * routes (404 not_found), a known path with the wrong method (405 with
- * `Allow`), oversized bodies (413), non-JSON bodies (415), and any
- * unexpected failure (500 internal_error: logged here, never sent). Every
- * JSON response carries `charset=utf-8`.
+ * `Allow`), oversized bodies (413), non-JSON bodies (415), a database that
+ * is away or over its bounds (503 service_unavailable with `Retry-After`),
+ * and any unexpected failure (500 internal_error: logged here, never sent).
+ * Every JSON response carries `charset=utf-8`.
  */
-import { Cause, Effect, Exit } from "effect"
+import { Cause, Effect, Exit, Predicate } from "effect"
+import { SqlError } from "effect/sql/SqlError"
 import { FindMyWay, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApi } from "effect/http-api"
 import type { HttpApiGroup } from "effect/http-api"
@@ -71,6 +73,55 @@ const withCharset = (response: HttpServerResponse.HttpServerResponse) =>
     ? HttpServerResponse.setHeader(response, "content-type", JSON_CONTENT_TYPE)
     : response
 
+/** docs/decisions.md "Requests and responses": how long a 503 asks the client to wait. */
+export const RETRY_AFTER_SECONDS = 2
+
+/**
+ * SQLSTATEs that say the server is going away or cannot take us now, which
+ * the driver leaves unclassified: admin_shutdown, crash_shutdown,
+ * cannot_connect_now, and class 53 (insufficient resources: too many
+ * connections, out of memory, disk full).
+ */
+const unavailableStates = new Set(["57P01", "57P02", "57P03"])
+
+const sqlStateOf = (error: SqlError): string | undefined => {
+  const cause = error.reason.cause
+  return Predicate.hasProperty(cause, "code") && typeof cause.code === "string" ? cause.code : undefined
+}
+
+/**
+ * Whether a failed request failed because the database is away or over its
+ * bounds rather than because of a bug (docs/decisions.md "Requests and
+ * responses"): no connection (refused, reset, no free one within
+ * DATABASE_ACQUIRE_TIMEOUT, which Sql.ts reports as a ConnectionError), a
+ * statement past DATABASE_STATEMENT_TIMEOUT or a lock wait past its bound,
+ * the server shutting down or out of resources. Every other SqlError stays a
+ * 500. The one place that decides it.
+ */
+export const isDatabaseUnavailable = (cause: Cause.Cause<unknown>): boolean =>
+  cause.reasons.some((reason) => {
+    const error = reason._tag === "Fail" ? reason.error : reason._tag === "Die" ? reason.defect : undefined
+    if (!(error instanceof SqlError)) return false
+    switch (error.reason._tag) {
+      case "ConnectionError":
+      case "StatementTimeoutError":
+      case "LockTimeoutError":
+        return true
+      default: {
+        const state = sqlStateOf(error)
+        return state !== undefined && (unavailableStates.has(state) || state.startsWith("53"))
+      }
+    }
+  })
+
+const serviceUnavailable = () =>
+  errorResponse(
+    new Errors.ServiceUnavailable({
+      message: "The database is unavailable. Try again later.",
+      headers: { "retry-after": RETRY_AFTER_SECONDS }
+    })
+  )
+
 const isRouteNotFound = (cause: Cause.Cause<unknown>) =>
   cause.reasons.some((reason) =>
     reason._tag === "Fail" && (
@@ -99,6 +150,10 @@ export const ErrorEnvelope = (allowedMethods: (path: string) => ReadonlyArray<st
       const cause = exit.cause
       if (Cause.hasInterruptsOnly(cause)) return yield* Effect.failCause(cause)
       if (isRouteNotFound(cause)) return yield* noRoute
+      if (isDatabaseUnavailable(cause)) {
+        yield* Effect.logWarning("request failed: the database is unavailable", cause)
+        return serviceUnavailable()
+      }
       const [response] = yield* HttpServerError.causeResponse(cause)
       if (response.status >= 500) {
         yield* Effect.logError("request failed", cause)

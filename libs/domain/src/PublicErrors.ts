@@ -50,3 +50,10 @@ export const UnsupportedMediaType = row("UnsupportedMediaType", 415, "unsupporte
 export type UnsupportedMediaType = InstanceType<typeof UnsupportedMediaType>
 export const InternalError = row("InternalError", 500, "internal_error")
 export type InternalError = InstanceType<typeof InternalError>
+// docs/decisions.md "Requests and responses": the database is away or over
+// its bounds (docs/operators.md "Settings": DATABASE_ACQUIRE_TIMEOUT,
+// DATABASE_STATEMENT_TIMEOUT); `Retry-After` says when to try again.
+export const ServiceUnavailable = rowWithHeaders("ServiceUnavailable", 503, "service_unavailable", {
+  "retry-after": RetryAfter
+})
+export type ServiceUnavailable = InstanceType<typeof ServiceUnavailable>

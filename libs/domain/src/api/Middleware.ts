@@ -27,13 +27,16 @@ export class CurrentKey extends Context.Service<CurrentKey, {
 /**
  * Bearer-key authentication (spec 5.1) and the per-key rate limit (spec 8),
  * in one round trip: 401 unauthorized with fields.reason, 429
- * rate_limit_exceeded with `Retry-After`.
+ * rate_limit_exceeded with `Retry-After`. Every operation passes here and
+ * needs the database, so this is also where every operation declares 503
+ * service_unavailable with `Retry-After` (docs/decisions.md "Requests and
+ * responses": the database is away or over its bounds).
  */
 export class Authentication extends HttpApiMiddleware.Service<Authentication, {
   provides: CurrentKey
 }>()("school/domain/api/Authentication", {
   security: { bearer: HttpApiSecurity.bearer },
-  error: [Errors.Unauthorized.envelope, Errors.RateLimitExceeded.envelope]
+  error: [Errors.Unauthorized.envelope, Errors.RateLimitExceeded.envelope, Errors.ServiceUnavailable.envelope]
 }) {}
 
 /** Write endpoints need a key with write scope: 403 insufficient_scope. */
