@@ -11,11 +11,11 @@ import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { fileURLToPath } from "node:url"
 import { freePort } from "@school/runtime/Ports"
-import * as Fixtures from "./support/Fixtures.ts"
-import { run, startApi } from "./support/Processes.ts"
-import { TestDatabase } from "./support/TestDatabase.ts"
+import * as Fixtures from "../support/Fixtures.ts"
+import { run, startApi } from "../support/Processes.ts"
+import { TestDatabase } from "../support/TestDatabase.ts"
 
-const cliMain = fileURLToPath(new URL("../apps/cli/src/main.ts", import.meta.url))
+const cliMain = fileURLToPath(new URL("../../apps/cli/src/main.ts", import.meta.url))
 
 const WINDOW_SECONDS = 8
 const STUDENTS = "/api/public/v1/students?per_page=1"

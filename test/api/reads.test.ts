@@ -7,8 +7,8 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import * as Fixtures from "./support/Fixtures.ts"
-import { TestApi } from "./support/TestApi.ts"
+import * as Fixtures from "../support/Fixtures.ts"
+import { TestApi } from "../support/TestApi.ts"
 
 const V1 = "/api/public/v1"
 

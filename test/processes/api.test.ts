@@ -7,8 +7,8 @@ import { assert, layer } from "@effect/vitest"
 import { freePort } from "@school/runtime/Ports"
 import { seedDemo } from "@school/persistence/DemoSeed"
 import { Effect } from "effect"
-import { startApi } from "./support/Processes.ts"
-import { TestDatabase } from "./support/TestDatabase.ts"
+import { startApi } from "../support/Processes.ts"
+import { TestDatabase } from "../support/TestDatabase.ts"
 
 
 layer(TestDatabase.layer)("the real API process", (it) => {

@@ -7,8 +7,8 @@ import { assert, layer } from "@effect/vitest"
 import { freePort } from "@school/runtime/Ports"
 import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import { entryPoints, runUntil } from "./support/Processes.ts"
-import { TestDatabase } from "./support/TestDatabase.ts"
+import { entryPoints, runUntil } from "../support/Processes.ts"
+import { TestDatabase } from "../support/TestDatabase.ts"
 
 const field = (output: string, label: string): string => {
   const match = new RegExp(`^\\s*${label}\\s+(\\S+)`, "m").exec(output)

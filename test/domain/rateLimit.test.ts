@@ -9,7 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Duration, Effect, Option, Schema } from "effect"
 import { RateLimit } from "@school/domain"
 import { load } from "@school/runtime/Settings"
-import { Budget, Gap, type Outcome, reference, Sequence, SEQUENCE_MAX, timesFrom, WINDOW } from "./support/RateLimitModel.ts"
+import { Budget, Gap, type Outcome, reference, Sequence, SEQUENCE_MAX, timesFrom, WINDOW } from "../support/RateLimitModel.ts"
 
 const runs = { arbitrary: { runs: 500, size: SEQUENCE_MAX } }
 

@@ -14,14 +14,14 @@ import { SqlClient } from "effect/sql"
 import { Enrollments, Leads } from "@school/domain"
 import * as Fixtures from "../support/Fixtures.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
-import { count, dataOf, errorOf, funnel, type Reply, V1, WriteServer } from "./Support.ts"
+import { count, dataOf, errorOf, funnel, type Reply, V1, WriteServer } from "../support/WriteServer.ts"
 
 class World extends Context.Service<World, {
   readonly schoolA: number
   readonly filialA: number
   readonly writeKeys: ReadonlyArray<string>
   readonly students: ReadonlyArray<number>
-}>()("test/writes/concurrency/World") {
+}>()("test/api/concurrency/World") {
   static readonly layer = Layer.effect(
     World,
     Effect.gen(function*() {

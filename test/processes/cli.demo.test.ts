@@ -8,8 +8,8 @@ import { verifyPassword } from "@school/persistence/Passwords"
 import { Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash } from "node:crypto"
-import { entryPoints, run } from "./support/Processes.ts"
-import { TestDatabase } from "./support/TestDatabase.ts"
+import { entryPoints, run } from "../support/Processes.ts"
+import { TestDatabase } from "../support/TestDatabase.ts"
 
 const Demo = Schema.Struct({
   school_id: Schema.Int,

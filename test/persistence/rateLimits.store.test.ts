@@ -10,9 +10,9 @@ import { Duration, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { ApiKey, RateLimit } from "@school/domain"
 import { RateLimits } from "@school/persistence/RateLimits"
-import * as Fixtures from "./support/Fixtures.ts"
-import { Budget, Gap, type Outcome, reference, Sequence, SEQUENCE_MAX, timesFrom, WINDOW } from "./support/RateLimitModel.ts"
-import { TestDatabase } from "./support/TestDatabase.ts"
+import * as Fixtures from "../support/Fixtures.ts"
+import { Budget, Gap, type Outcome, reference, Sequence, SEQUENCE_MAX, timesFrom, WINDOW } from "../support/RateLimitModel.ts"
+import { TestDatabase } from "../support/TestDatabase.ts"
 
 const Env = RateLimits.layer.pipe(Layer.provideMerge(TestDatabase.layer))
 

@@ -9,7 +9,7 @@ import { Context, Effect, Layer } from "effect"
 import { DemoLessons, Leads } from "@school/domain"
 import * as Fixtures from "../support/Fixtures.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
-import { count, dataOf, errorOf, funnel, type Reply, V1, WriteServer } from "./Support.ts"
+import { count, dataOf, errorOf, funnel, type Reply, V1, WriteServer } from "../support/WriteServer.ts"
 
 class World extends Context.Service<World, {
   readonly schoolA: number
@@ -20,7 +20,7 @@ class World extends Context.Service<World, {
   readonly fullGroup: number
   readonly groupOfB: number
   readonly keyB: string
-}>()("test/writes/demo-lessons/World") {
+}>()("test/api/demo-lessons/World") {
   static readonly layer = Layer.effect(
     World,
     Effect.gen(function*() {

@@ -8,7 +8,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { TestDatabase } from "./support/TestDatabase.ts"
+import { TestDatabase } from "../support/TestDatabase.ts"
 
 /** Tables that route a credential to its school: global by design (plus `schools` itself). */
 const globalTables = new Set(["schools", "login_emails", "api_key_prefixes"])

@@ -23,7 +23,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url))
+const ROOT = fileURLToPath(new URL("../..", import.meta.url))
 const SKIPPED = new Set(["node_modules", ".git", ".data", Path.join("bench", "results", "logs")])
 const isRoot = process.getuid?.() === 0
 

@@ -13,7 +13,7 @@ import { Context, Duration, Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { createServer } from "node:http"
-import { TestDatabase } from "../support/TestDatabase.ts"
+import { TestDatabase } from "./TestDatabase.ts"
 
 export const V1 = "/api/public/v1"
 
@@ -52,7 +52,7 @@ export class WriteServer extends Context.Service<WriteServer, {
   readonly baseUrl: string
   post(path: string, options?: PostOptions): Effect.Effect<Reply>
   get(path: string, key?: string): Effect.Effect<Reply>
-}>()("test/writes/WriteServer") {
+}>()("test/support/WriteServer") {
   /** The API listening on 127.0.0.1:<random>, IDEMPOTENCY_WAIT = `wait`, pool of `maxConnections`. */
   static readonly layer = (options: { readonly wait?: Duration.Input; readonly maxConnections?: number } = {}) =>
     Layer.effect(

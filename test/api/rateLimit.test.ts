@@ -8,7 +8,7 @@
  * rejected by the process without the database.
  *
  * The limiter's clock is injected (a variable, in µs), so a minute passes in
- * no time; the two-process test (`rateLimit.processes.test.ts`) uses the
+ * no time; the two-process test (`test/processes/rateLimit.test.ts`) uses the
  * database's clock and a short window instead.
  */
 import { assert, layer } from "@effect/vitest"
@@ -19,8 +19,8 @@ import { SqlClient } from "effect/sql"
 import { AppRoutes } from "@school/api/Server"
 import { defaultOptions, RateLimitOptions } from "@school/api/RateLimiter"
 import { ApiKey } from "@school/domain"
-import * as Fixtures from "./support/Fixtures.ts"
-import { TestDatabase } from "./support/TestDatabase.ts"
+import * as Fixtures from "../support/Fixtures.ts"
+import { TestDatabase } from "../support/TestDatabase.ts"
 
 const STUDENTS = "/api/public/v1/students?per_page=1"
 const SECOND = 1_000_000
@@ -212,7 +212,7 @@ layer(Env, { timeout: 120_000 })("rate limit through the API", (it) => {
       // Upgrade (what `schools set-plan` does). The key is blocked in this
       // process until at + 60 s; the change's NOTIFY lifts that block within
       // milliseconds of the commit (the database itself applies it to the
-      // very next request: `rateLimits.store.test.ts`).
+      // very next request: `test/persistence/rateLimits.store.test.ts`).
       yield* sql`UPDATE schools SET plan = 'pro' WHERE id = ${schoolId}`.pipe(Effect.orDie)
       const started = Date.now()
       const first = yield* eventually(1_000, api.get(key, at + SECOND), (reply) => reply.status === 200)

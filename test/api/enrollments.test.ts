@@ -10,7 +10,7 @@ import { SqlClient } from "effect/sql"
 import { Enrollments, Events, Models } from "@school/domain"
 import * as Fixtures from "../support/Fixtures.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
-import { count, dataOf, errorOf, outbox, type Reply, V1, WriteServer } from "./Support.ts"
+import { count, dataOf, errorOf, outbox, type Reply, V1, WriteServer } from "../support/WriteServer.ts"
 
 class World extends Context.Service<World, {
   readonly schoolA: number
@@ -19,7 +19,7 @@ class World extends Context.Service<World, {
   readonly students: ReadonlyArray<number>
   readonly studentOfB: number
   readonly groupOfB: number
-}>()("test/writes/enrollments/World") {
+}>()("test/api/enrollments/World") {
   static readonly layer = Layer.effect(
     World,
     Effect.gen(function*() {

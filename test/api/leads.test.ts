@@ -12,7 +12,7 @@ import { SqlClient } from "effect/sql"
 import { Events, Leads } from "@school/domain"
 import * as Fixtures from "../support/Fixtures.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
-import { count, dataOf, errorOf, funnel, outbox, type Reply, V1, WriteServer } from "./Support.ts"
+import { count, dataOf, errorOf, funnel, outbox, type Reply, V1, WriteServer } from "../support/WriteServer.ts"
 
 class World extends Context.Service<World, {
   readonly schoolA: number
@@ -27,7 +27,7 @@ class World extends Context.Service<World, {
   readonly emptyFunnel: number
   readonly mainB: { readonly funnelId: number; readonly statusIds: ReadonlyArray<number> }
   readonly funnelOfB: number
-}>()("test/writes/leads/World") {
+}>()("test/api/leads/World") {
   static readonly layer = Layer.effect(
     World,
     Effect.gen(function*() {

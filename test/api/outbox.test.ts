@@ -11,10 +11,10 @@ import { SqlClient } from "effect/sql"
 import { OUTBOX_CHANNEL } from "@school/persistence/Outbox"
 import * as Fixtures from "../support/Fixtures.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
-import { count, funnel, V1, WriteServer } from "./Support.ts"
+import { count, funnel, V1, WriteServer } from "../support/WriteServer.ts"
 
 class World extends Context.Service<World, { readonly schoolId: number; readonly writeKey: string }>()(
-  "test/writes/outbox/World"
+  "test/api/outbox/World"
 ) {
   static readonly layer = Layer.effect(
     World,

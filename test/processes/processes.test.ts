@@ -7,8 +7,8 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { load } from "@school/runtime/Settings"
 import { ConfigProvider, Duration, Effect, Option } from "effect"
-import { entryPoints, lines, run, runUntil } from "./support/Processes.ts"
-import { TestDatabase } from "./support/TestDatabase.ts"
+import { entryPoints, lines, run, runUntil } from "../support/Processes.ts"
+import { TestDatabase } from "../support/TestDatabase.ts"
 
 const loadFrom = (env: Record<string, string>) =>
   load.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env })))

@@ -6,8 +6,8 @@ import { assert, layer } from "@effect/vitest"
 import { verifyPassword } from "@school/persistence/Passwords"
 import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { entryPoints, lines, run } from "./support/Processes.ts"
-import { TestDatabase } from "./support/TestDatabase.ts"
+import { entryPoints, lines, run } from "../support/Processes.ts"
+import { TestDatabase } from "../support/TestDatabase.ts"
 
 const Created = Schema.Struct({ school_id: Schema.Int, owner_id: Schema.Int, main_funnel_id: Schema.Int })
 const decodeCreated = Schema.decodeUnknownSync(Schema.fromJsonString(Created))

@@ -107,7 +107,7 @@ describe("embedded PostgreSQL", () => {
       const starter = yield* ChildProcesses.spawn({
         name: "embedded server starter",
         command: process.execPath,
-        args: [fileURLToPath(new URL("./support/embeddedServer.ts", import.meta.url)), dataDir],
+        args: [fileURLToPath(new URL("../support/embeddedServer.ts", import.meta.url)), dataDir],
         stdout: { lines: (line) => Deferred.doneUnsafe(printed, Exit.succeed(line)) },
         stderr: "inherit"
       })
@@ -134,11 +134,11 @@ describe("where npm start keeps its data (DATA_DIR)", () => {
   it.effect("unset: .data/postgres in the project, or, when the server's user cannot reach it, its own temporary one", () =>
     Effect.gen(function*() {
       const choice = yield* EmbeddedPostgres.serviceDataDir(Option.none())
-      assert.strictEqual(EmbeddedPostgres.defaultDataDir(), fileURLToPath(new URL("../.data/postgres", import.meta.url)))
+      assert.strictEqual(EmbeddedPostgres.defaultDataDir(), fileURLToPath(new URL("../../.data/postgres", import.meta.url)))
       if (Option.isNone(choice.note)) {
         assert.strictEqual(choice.path, EmbeddedPostgres.defaultDataDir())
       } else {
-        // A checkout the postgres user cannot enter, as root (start.clone.test.ts runs npm start in one).
+        // A checkout the postgres user cannot enter, as root (test/processes/start.clone.test.ts runs npm start in one).
         assert.strictEqual(process.getuid?.(), 0)
         assert.include(choice.note.value, "cannot enter")
         assert.strictEqual(Path.dirname(Path.dirname(choice.path)), Os.tmpdir())

@@ -15,7 +15,7 @@ import { Enrollments, Leads } from "@school/domain"
 import { IdempotencyPurge, IdempotencyStore } from "@school/persistence/IdempotencyStore"
 import * as Fixtures from "../support/Fixtures.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
-import { count, dataOf, errorOf, funnel, type PostOptions, type Reply, V1, WriteServer } from "./Support.ts"
+import { count, dataOf, errorOf, funnel, type PostOptions, type Reply, V1, WriteServer } from "../support/WriteServer.ts"
 
 const WAIT_MS = 400
 
@@ -28,7 +28,7 @@ class World extends Context.Service<World, {
   readonly keyB: string
   readonly students: ReadonlyArray<number>
   readonly groupId: number
-}>()("test/writes/idempotency/World") {
+}>()("test/api/idempotency/World") {
   static readonly layer = Layer.effect(
     World,
     Effect.gen(function*() {

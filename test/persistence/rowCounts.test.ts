@@ -6,8 +6,8 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import * as Fixtures from "./support/Fixtures.ts"
-import { TestApi } from "./support/TestApi.ts"
+import * as Fixtures from "../support/Fixtures.ts"
+import { TestApi } from "../support/TestApi.ts"
 
 const counts = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

@@ -6,7 +6,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { TestDatabase } from "../support/TestDatabase.ts"
-import { V1, WriteServer } from "./Support.ts"
+import { V1, WriteServer } from "../support/WriteServer.ts"
 
 const Ref = Schema.Struct({ $ref: Schema.String })
 const Media = Schema.Struct({ schema: Schema.Unknown })
