@@ -48,8 +48,10 @@ export const countedTotal = (sql: SqlClient.SqlClient, table: "students" | "paym
 
 /**
  * The WHERE of a school's list with an optional `updated_since` (spec 4.3
- * rule 4): `>=` the instant, passed to Postgres as validated text so its
- * microseconds survive; legacy rows (updated_at NULL) never match.
+ * rule 4): `>=` the instant, passed to Postgres as the UTC text the request
+ * schema decoded it to (`Timestamps.IsoInstant`: `YYYY-MM-DDTHH:MM:SS.ffffffZ`,
+ * years 1 to 9999), which PostgreSQL always reads and which keeps the
+ * microseconds; legacy rows (updated_at NULL) never match.
  */
 export const updatedSinceFilter = (
   sql: SqlClient.SqlClient,

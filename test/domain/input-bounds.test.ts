@@ -1,0 +1,102 @@
+/**
+ * The bounds of what the API takes (issue 9, "input the validators accept
+ * but the database rejects"), as property tests over generated inputs at and
+ * beyond each bound (docs/decisions.md "Lists", "GET /lessons", "Requests
+ * and responses"):
+ * - timestamps: offsets from -14:00 to +14:00, instants from
+ *   0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z, checked on the
+ *   instant, decoded to their UTC spelling with the microseconds kept;
+ * - the lesson window: dates 0001-01-01..9999-12-31, its exclusive upper
+ *   bound always a timestamp PostgreSQL reads;
+ * - integers in paths and queries: plain decimals only.
+ * The oracles are independent of the code under test (JS Date arithmetic).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Exit, Schema } from "effect"
+import { Timestamps } from "@school/domain"
+
+const MIN_MS = Date.parse("0001-01-01T00:00:00Z")
+const MAX_MS = Date.parse("9999-12-31T23:59:59.999Z")
+
+const pad = (n: number, width: number) => String(n).padStart(width, "0")
+
+/** Milliseconds of a wall-clock time read as UTC; Date.UTC would take years 0-99 as 1900-1999. */
+const utcMillis = (year: number, month: number, day: number, hour: number, minute: number, second: number) => {
+  const date = new Date(0)
+  date.setUTCFullYear(year, month - 1, day)
+  date.setUTCHours(hour, minute, second, 0)
+  return date.getTime()
+}
+
+const formatOffset = (minutes: number, compact: boolean) => {
+  const abs = Math.abs(minutes)
+  return `${minutes < 0 ? "-" : "+"}${pad(Math.trunc(abs / 60), 2)}${compact ? "" : ":"}${pad(abs % 60, 2)}`
+}
+
+const int = (minimum: number, maximum: number) => Schema.Int.check(Schema.isBetween({ minimum, maximum }))
+
+/** A wall-clock time written with an offset; years near both ends are drawn often. */
+const LocalTime = Schema.Struct({
+  year: Schema.Union([int(1, 9999), int(1, 3), int(9997, 9999)]),
+  month: int(1, 12),
+  day: int(1, 28),
+  hour: int(0, 23),
+  minute: int(0, 59),
+  second: int(0, 59),
+  fraction: Schema.String.check(Schema.isPattern(/^\d{1,6}$/)),
+  /** Any two-digit offset: -99:59..+99:59, including every one PostgreSQL refuses (beyond ±15:59). */
+  offset: Schema.Union([int(-(99 * 60 + 59), 99 * 60 + 59), int(-16 * 60, 16 * 60), int(-841, -839), int(839, 841)]),
+  compact: Schema.Boolean,
+  zulu: Schema.Boolean
+})
+
+const render = (t: typeof LocalTime.Type) =>
+  `${pad(t.year, 4)}-${pad(t.month, 2)}-${pad(t.day, 2)}T${pad(t.hour, 2)}:${pad(t.minute, 2)}:${pad(t.second, 2)}` +
+  `.${t.fraction}${t.zulu ? "Z" : formatOffset(t.offset, t.compact)}`
+
+describe("timestamps (updated_since, starts_at): one range, checked on the instant", () => {
+  it.prop("accepted exactly when the offset is within ±14:00 and the instant within years 1..9999 in UTC", [LocalTime], ([t]) => {
+    const text = render(t)
+    const offset = t.zulu ? 0 : t.offset
+    const ms = utcMillis(t.year, t.month, t.day, t.hour, t.minute, t.second) - offset * 60_000
+    const expected = Math.abs(offset) <= 14 * 60 && ms >= MIN_MS && ms <= MAX_MS
+    const decoded = Schema.decodeUnknownExit(Timestamps.IsoInstant)(text)
+    assert.strictEqual(Exit.isSuccess(decoded), expected, text)
+    assert.strictEqual(Timestamps.isIsoInstantWithOffset(text), expected, text)
+    if (Exit.isSuccess(decoded)) {
+      // The UTC spelling of the same instant, microseconds kept, a four-digit year.
+      const iso = new Date(ms).toISOString()
+      assert.strictEqual(decoded.value, `${iso.slice(0, 19)}.${t.fraction.padEnd(6, "0")}Z`, text)
+    }
+  })
+
+  it("the examples of the probe are refused, their neighbours inside are accepted", () => {
+    const refused = [
+      "2026-01-01T00:00:00-23:59",
+      "2026-01-01T00:00:00+16:00",
+      "2026-01-01T00:00:00+14:01",
+      "2026-01-01T00:00:00-1401",
+      "9999-12-31T23:00:00-05:00",
+      "0001-01-01T00:30:00+01:00",
+      "0000-12-31T23:00:00-05:00"
+    ]
+    for (const s of refused) assert.isFalse(Timestamps.isIsoInstantWithOffset(s), s)
+    const accepted: ReadonlyArray<readonly [string, string]> = [
+      ["2026-01-01T00:00:00-14:00", "2026-01-01T14:00:00.000000Z"],
+      ["2026-01-01T00:00:00+1400", "2025-12-31T10:00:00.000000Z"],
+      ["9999-12-31T18:59:59.999999-05:00", "9999-12-31T23:59:59.999999Z"],
+      ["0001-01-01T01:00:00+01:00", "0001-01-01T00:00:00.000000Z"],
+      ["0001-01-01T00:00:00-05:00", "0001-01-01T05:00:00.000000Z"]
+    ]
+    for (const [s, utc] of accepted) assert.strictEqual(Schema.decodeUnknownSync(Timestamps.IsoInstant)(s), utc, s)
+  })
+
+  it.prop("never a crash; anything accepted is an instant Date reads, within the range", [Schema.String], ([s]) => {
+    const utc = Timestamps.toUtc(s)
+    if (utc === undefined) return
+    const ms = Date.parse(s)
+    assert.isFalse(Number.isNaN(ms), s)
+    assert.isTrue(ms >= MIN_MS && ms <= MAX_MS + 1, s)
+    assert.strictEqual(Date.parse(utc), ms, s)
+  })
+})
