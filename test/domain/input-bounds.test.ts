@@ -12,8 +12,8 @@
  * The oracles are independent of the code under test (JS Date arithmetic).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Exit, Schema } from "effect"
-import { Timestamps } from "@school/domain"
+import { Exit, Result, Schema } from "effect"
+import { LessonWindow, Timestamps } from "@school/domain"
 
 const MIN_MS = Date.parse("0001-01-01T00:00:00Z")
 const MAX_MS = Date.parse("9999-12-31T23:59:59.999Z")
@@ -98,5 +98,54 @@ describe("timestamps (updated_since, starts_at): one range, checked on the insta
     assert.isFalse(Number.isNaN(ms), s)
     assert.isTrue(ms >= MIN_MS && ms <= MAX_MS + 1, s)
     assert.strictEqual(Date.parse(utc), ms, s)
+  })
+})
+
+/** Day numbers (days since 1970-01-01) of 0001-01-01 and 9999-12-31, read by Date. */
+const FIRST_DAY = Date.parse("0001-01-01T00:00:00Z") / 86_400_000
+const LAST_DAY = Date.parse("9999-12-31T00:00:00Z") / 86_400_000
+
+/** `YYYY-MM-DD` of a day number, by Date (years 0 and 10000 included, as `0000` and `10000`). */
+const dateOf = (day: number) => {
+  const iso = new Date(day * 86_400_000).toISOString()
+  return iso.replace(/^\+0/, "").split("T")[0] ?? iso
+}
+
+/** Days around both ends of the accepted range, year 0 and year 10000 included. */
+const EdgeDay = Schema.Union([int(FIRST_DAY - 400, FIRST_DAY + 400), int(LAST_DAY - 400, LAST_DAY + 400)])
+
+describe("GET /lessons from/to: dates 0001-01-01..9999-12-31 (docs/decisions.md \"GET /lessons\")", () => {
+  it.prop("IsoDate accepts a day exactly when it lies in years 1..9999", [EdgeDay], ([day]) => {
+    const text = dateOf(day)
+    assert.strictEqual(Schema.is(LessonWindow.IsoDate)(text), day >= FIRST_DAY && day <= LAST_DAY, text)
+  })
+
+  it.prop("a valid window's bounds are midnight UTC of from and of the day after to, as PostgreSQL reads them", [
+    EdgeDay,
+    int(0, 92)
+  ], ([day, length]) => {
+    const from = Math.max(FIRST_DAY, Math.min(LAST_DAY, day))
+    const to = Math.min(LAST_DAY, from + length)
+    const result = LessonWindow.validateWindow(dateOf(from), dateOf(to))
+    assert.isTrue(Result.isSuccess(result))
+    if (Result.isSuccess(result)) {
+      assert.strictEqual(result.success.startsFrom, `${dateOf(from)}T00:00:00Z`)
+      // Year 10000 is written 10000-01-01, never JavaScript's +010000-01-01.
+      assert.strictEqual(result.success.startsBefore, `${dateOf(to + 1)}T00:00:00Z`)
+      assert.match(result.success.startsBefore, /^\d{4,5}-\d{2}-\d{2}T00:00:00Z$/)
+    }
+  })
+
+  it("the probe's windows: 9999-12-31..9999-12-31 is one day; year 0 is refused", () => {
+    const last = LessonWindow.validateWindow("9999-12-31", "9999-12-31")
+    assert.deepStrictEqual(
+      Result.isSuccess(last) ? last.success : undefined,
+      { startsFrom: "9999-12-31T00:00:00Z", startsBefore: "10000-01-01T00:00:00Z" }
+    )
+    assert.isFalse(Schema.is(LessonWindow.IsoDate)("0000-01-01"))
+    assert.isFalse(Schema.is(LessonWindow.IsoDate)("0000-12-31"))
+    assert.isTrue(Schema.is(LessonWindow.IsoDate)("0001-01-01"))
+    assert.isFalse(Schema.is(LessonWindow.IsoDate)("2023-02-29"))
+    assert.isTrue(Schema.is(LessonWindow.IsoDate)("2024-02-29"))
   })
 })

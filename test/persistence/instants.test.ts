@@ -3,12 +3,14 @@
  * (issue 9; docs/decisions.md "Lists"): the decoded `Timestamps.IsoInstant`
  * value cast to `timestamptz` never errors, and formatted back in UTC it is
  * the same instant to the microsecond. Generated instants cover both ends of
- * the range (years 1 and 9999) and every accepted offset.
+ * the range (years 1 and 9999) and every accepted offset. The bounds of a
+ * GET /lessons window at the ends of its date range are read by PostgreSQL
+ * too (the day after 9999-12-31 included).
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { Timestamps } from "@school/domain"
+import { LessonWindow, Timestamps } from "@school/domain"
 import { TestDatabase } from "../support/TestDatabase.ts"
 
 const pad = (n: number, width: number) => String(n).padStart(width, "0")
@@ -74,4 +76,25 @@ layer(TestDatabase.layer)("accepted instants in PostgreSQL", (it) => {
         assert.isFalse(yield* roundTrip(text), text)
       }
     }))
+
+  it.effect.prop(
+    "the bounds of every valid window at the ends of the date range are timestamps PostgreSQL reads",
+    [Schema.Union([int(0, 400), int(3_652_059 - 400, 3_652_059)]), int(0, 92)],
+    ([offset, length]) =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        // Day numbers counted from 0001-01-01 (0) to 9999-12-31 (3 652 058).
+        const first = Date.parse("0001-01-01T00:00:00Z")
+        const dateOf = (n: number) => new Date(first + n * 86_400_000).toISOString().slice(0, 10)
+        const from = Math.min(offset, 3_652_058)
+        const to = Math.min(from + length, 3_652_058)
+        const window = LessonWindow.validateWindow(dateOf(from), dateOf(to))
+        if (window._tag === "Failure") return assert.fail(`${dateOf(from)}..${dateOf(to)} refused`)
+        const rows = yield* sql`
+          SELECT (${window.success.startsBefore}::timestamptz - ${window.success.startsFrom}::timestamptz) = ${`${to - from + 1} days`}::interval AS ok
+        `.pipe(Effect.flatMap(Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ ok: Schema.Boolean })))), Effect.orDie)
+        assert.isTrue(rows[0]?.ok, `${dateOf(from)}..${dateOf(to)}`)
+      }),
+    { timeout: 120_000, arbitrary: { runs: 200 } }
+  )
 })

@@ -1,24 +1,40 @@
 /**
  * The GET /lessons window (spec 4.2, 8; docs/decisions.md "GET /lessons"):
- * `from` and `to` are inclusive calendar dates compared on the lesson's
- * start in UTC; `to` before `from` is invalid_window, `to - from` over 92
- * days is window_too_large.
+ * `from` and `to` are inclusive calendar dates from 0001-01-01 to
+ * 9999-12-31 compared on the lesson's start in UTC; `to` before `from` is
+ * invalid_window, `to - from` over 92 days is window_too_large. The bounds
+ * handed to SQL are written here, by integer arithmetic (no JS Date, whose
+ * year 10000 is `+010000-…`): the exclusive upper bound after 9999-12-31
+ * is `10000-01-01T00:00:00Z`, which PostgreSQL reads.
  */
 import { Result, Schema } from "effect"
 import { InvalidWindow, WindowTooLarge } from "./Errors.ts"
+import { civilFromDays, daysFromCivil } from "./Timestamps.ts"
 
 export const MAX_WINDOW_DAYS = 92
-const DAY_MS = 86_400_000
 
-const isCalendarDate = (s: string): boolean => {
-  const ms = Date.parse(`${s}T00:00:00Z`)
-  return !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 10) === s
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
+
+/** The day number (days since 1970-01-01) of a `YYYY-MM-DD` naming a real day of years 1..9999; undefined otherwise. */
+export const dayNumberOf = (s: string): number | undefined => {
+  const m = DATE.exec(s)
+  if (m === null) return undefined
+  const year = Number(m[1])
+  const month = Number(m[2])
+  const day = Number(m[3])
+  if (year < 1 || month < 1 || month > 12 || day < 1) return undefined
+  const days = daysFromCivil(year, month, day)
+  // A day past the month's end lands in the next month: compare the round trip.
+  const back = civilFromDays(days)
+  return back.year === year && back.month === month && back.day === day ? days : undefined
 }
 
-/** A `YYYY-MM-DD` string naming a real calendar day. */
+/** A `YYYY-MM-DD` string naming a real calendar day from 0001-01-01 to 9999-12-31 (year 0 does not exist in PostgreSQL). */
 export const IsoDate = Schema.String.check(
   Schema.isPattern(/^\d{4}-\d{2}-\d{2}$/, { message: "Expected a date as YYYY-MM-DD" }),
-  Schema.makeFilter(isCalendarDate, { message: "Expected a real calendar date" })
+  Schema.makeFilter((s: string) => dayNumberOf(s) !== undefined, {
+    message: "Expected a real calendar date from 0001-01-01 to 9999-12-31"
+  })
 )
 
 export interface LessonWindow {
@@ -28,7 +44,13 @@ export interface LessonWindow {
   readonly startsBefore: string
 }
 
-const dayNumber = (date: string): number => Date.parse(`${date}T00:00:00Z`) / DAY_MS
+const dayNumber = (date: string): number => dayNumberOf(date) ?? Number.NaN
+
+/** Midnight UTC opening a day, as PostgreSQL reads it (the year unpadded beyond 9999). */
+const midnight = (days: number): string => {
+  const { day, month, year } = civilFromDays(days)
+  return `${String(year).padStart(4, "0")}-${String(month).padStart(2, "0")}-${String(day).padStart(2, "0")}T00:00:00Z`
+}
 
 /** Days from `from` to `to` (negative when `to` is earlier). */
 export const windowDays = (from: string, to: string): number => dayNumber(to) - dayNumber(from)
@@ -47,7 +69,7 @@ export const validateWindow = (
     )
   }
   return Result.succeed({
-    startsFrom: `${from}T00:00:00Z`,
-    startsBefore: new Date((dayNumber(to) + 1) * DAY_MS).toISOString()
+    startsFrom: midnight(dayNumber(from)),
+    startsBefore: midnight(dayNumber(to) + 1)
   })
 }
