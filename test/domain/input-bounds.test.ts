@@ -13,7 +13,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Exit, Result, Schema } from "effect"
-import { LessonWindow, Timestamps } from "@school/domain"
+import { Ids, LessonWindow, Pagination, Timestamps } from "@school/domain"
 
 const MIN_MS = Date.parse("0001-01-01T00:00:00Z")
 const MAX_MS = Date.parse("9999-12-31T23:59:59.999Z")
@@ -147,5 +147,57 @@ describe("GET /lessons from/to: dates 0001-01-01..9999-12-31 (docs/decisions.md 
     assert.isTrue(Schema.is(LessonWindow.IsoDate)("0001-01-01"))
     assert.isFalse(Schema.is(LessonWindow.IsoDate)("2023-02-29"))
     assert.isTrue(Schema.is(LessonWindow.IsoDate)("2024-02-29"))
+  })
+})
+
+/** Every integer of a path or a query, decoded as the API decodes it (any safe integer, no range). */
+const AnyInt = Ids.DecimalIntFromString(Schema.Int)
+
+/** Spellings of numbers: signs, leading zeros, fractions, exponents, hex, spaces around. */
+const Spelling = Schema.Struct({
+  sign: Schema.Literals(["", "", "", "+", "-"]),
+  zeros: Schema.Literals(["", "", "", "0", "00"]),
+  digits: Schema.String.check(Schema.isPattern(/^[0-9]{1,12}$/)),
+  fraction: Schema.Literals(["", "", "", ".", ".0", ".5"]),
+  exponent: Schema.Literals(["", "", "", "e1", "E+2", "e-1"]),
+  prefix: Schema.Literals(["", "", "", "0x", " ", "\t"]),
+  suffix: Schema.Literals(["", "", "", " ", "n", "%20"])
+})
+
+describe("integers in paths and queries: plain decimals only (docs/decisions.md \"Requests and responses\")", () => {
+  it.prop("every string accepted is the canonical decimal of its value", [Schema.String], ([s]) => {
+    const decoded = Schema.decodeUnknownExit(AnyInt)(s)
+    if (Exit.isSuccess(decoded)) assert.strictEqual(String(decoded.value), s)
+  })
+
+  it.prop("generated spellings: accepted exactly when canonical, and then to that number", [Spelling], ([p]) => {
+    const s = `${p.prefix}${p.sign}${p.zeros}${p.digits}${p.fraction}${p.exponent}${p.suffix}`
+    const canonical = /^(?:0|-?[1-9][0-9]*)$/.test(s) && String(Number(s)) === s
+    const decoded = Schema.decodeUnknownExit(AnyInt)(s)
+    assert.strictEqual(Exit.isSuccess(decoded), canonical, JSON.stringify(s))
+    if (Exit.isSuccess(decoded)) assert.strictEqual(decoded.value, Number(s))
+  })
+
+  it.prop("every canonical decimal in range is accepted: ids, page, per_page", [
+    int(1, Ids.MAX_ID),
+    int(1, Pagination.MAX_PAGE),
+    int(1, Pagination.MAX_PER_PAGE)
+  ], ([id, page, perPage]) => {
+    assert.strictEqual(Schema.decodeUnknownSync(Ids.StudentIdFromPath)(String(id)), id)
+    assert.strictEqual(Schema.decodeUnknownSync(Pagination.Page)(String(page)), page)
+    assert.strictEqual(Schema.decodeUnknownSync(Pagination.PerPage)(String(perPage)), perPage)
+  })
+
+  it.prop("out of range, the canonical decimal is still refused", [int(-1_000_000, 0), int(Ids.MAX_ID + 1, Number.MAX_SAFE_INTEGER)], ([low, high]) => {
+    for (const n of [low, high]) assert.isTrue(Exit.isFailure(Schema.decodeUnknownExit(Ids.StudentIdFromPath)(String(n))), String(n))
+    assert.isTrue(Exit.isFailure(Schema.decodeUnknownExit(Pagination.PerPage)(String(Pagination.MAX_PER_PAGE + 1))))
+  })
+
+  it("the probe's spellings are refused", () => {
+    for (const s of ["1e3", "+5", "5.0", "007", "1.0", "1e1", " 5", "5 ", "0x10", "", "-0", "1_000", "\u0665", "Infinity", "NaN"]) {
+      assert.isTrue(Exit.isFailure(Schema.decodeUnknownExit(Ids.StudentIdFromPath)(s)), JSON.stringify(s))
+      assert.isTrue(Exit.isFailure(Schema.decodeUnknownExit(Pagination.PerPage)(s)), JSON.stringify(s))
+      assert.isTrue(Exit.isFailure(Schema.decodeUnknownExit(Pagination.Page)(s)), JSON.stringify(s))
+    }
   })
 })

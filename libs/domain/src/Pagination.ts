@@ -5,14 +5,20 @@
  * true total.
  */
 import { Schema } from "effect"
+import { DecimalIntFromString } from "./Ids.ts"
 
 export const DEFAULT_PER_PAGE = 20
 export const MAX_PER_PAGE = 100
 /** Pages beyond this would overflow an SQL offset; nobody pages that far. */
 export const MAX_PAGE = 1_000_000_000
 
-export const Page = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_PAGE }))
-export const PerPage = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_PER_PAGE }))
+/**
+ * The query parameters, written as plain decimals (`DecimalIntFromString`:
+ * `1e1`, `1.0`, `+5`, `007` are validation_failed, docs/decisions.md
+ * "Requests and responses"); decoded, they are integers in range.
+ */
+export const Page = DecimalIntFromString(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_PAGE })))
+export const PerPage = DecimalIntFromString(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_PER_PAGE })))
 
 export interface PageRequest {
   readonly page: number

@@ -10,7 +10,7 @@ import * as DemoLessons from "../DemoLessons.ts"
 import * as Enrollments from "../Enrollments.ts"
 import * as Errors from "../Errors.ts"
 import * as Idempotency from "../Idempotency.ts"
-import { StudentId } from "../Ids.ts"
+import { StudentIdFromPath } from "../Ids.ts"
 import * as Leads from "../Leads.ts"
 import { IsoDate } from "../LessonWindow.ts"
 import * as Models from "../Models.ts"
@@ -45,7 +45,7 @@ export class StudentsGroup extends readStack(
       success: list(Models.StudentListItem)
     }).annotate(OpenApi.Summary, "List students"),
     HttpApiEndpoint.get("get", "/students/:id", {
-      params: { id: StudentId },
+      params: { id: StudentIdFromPath },
       success: single(Models.StudentCard),
       error: Errors.NotFound.envelope
     }).annotate(OpenApi.Summary, "Get a student with their active groups")
@@ -120,7 +120,7 @@ export class DemoLessonsGroup extends writeStack(
 export class EnrollmentsGroup extends writeStack(
   HttpApiGroup.make("enrollments").add(
     HttpApiEndpoint.post("create", "/students/:id/groups", {
-      params: { id: StudentId },
+      params: { id: StudentIdFromPath },
       headers: writeHeaders,
       payload: Enrollments.CreateEnrollmentRequest,
       success: created(Enrollments.Enrollment),
