@@ -5,7 +5,7 @@
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { ByteSize, type Duration, Layer } from "effect"
-import { HttpIncomingMessage, HttpRouter } from "effect/http"
+import { type FindMyWay, HttpIncomingMessage, HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { createServer } from "node:http"
 import { BASE_PATH, PublicApi } from "@school/domain/api/PublicApi"
@@ -46,11 +46,32 @@ export const Repositories = Layer.mergeAll(
   Enrollments.layer
 )
 
+/**
+ * How the router matches a path (docs/decisions.md "Requests and
+ * responses"): exactly as the routes are written. FindMyWay's defaults
+ * (case-insensitive, a trailing slash and repeated slashes ignored) would
+ * make `/Leads`, `/leads/` and `//leads` the same endpoint as `/leads`;
+ * here they are 404 not_found. (A `;` ends the path for FindMyWay, like `?`.)
+ */
+export const ROUTER_CONFIG: Partial<FindMyWay.RouterConfig> = {
+  caseSensitive: true,
+  ignoreTrailingSlash: false,
+  ignoreDuplicateSlashes: false
+}
+
+/**
+ * The router the routes register with, configured by ROUTER_CONFIG. The
+ * routes carry it, so every server of them (`HttpRouter.serve`,
+ * `toWebHandler`, the tests' and the benchmark's) matches paths the same
+ * way: the app's own `HttpRouter` wins over the default one `serve` adds.
+ */
+const StrictRouter = HttpRouter.layer.pipe(Layer.provide(Layer.succeed(HttpRouter.RouterConfig, ROUTER_CONFIG)))
+
 const allowedMethods = routeTable(PublicApi, [
   ...HEALTH_ROUTES,
   ["GET", OPENAPI_PATH],
   ["GET", DOCS_PATH]
-])
+], ROUTER_CONFIG)
 
 /**
  * Every route of the API process, without the repositories (and the
@@ -73,7 +94,8 @@ export const AppRoutesNoDeps = Layer.mergeAll(
   HealthRoutes,
   ErrorEnvelope(allowedMethods)
 ).pipe(
-  Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES)))
+  Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES))),
+  Layer.provideMerge(StrictRouter)
 )
 
 /** Every route of the API process, as it serves them; needs only a SqlClient. */
@@ -88,6 +110,10 @@ export interface ServerOptions {
   readonly rateLimitWindow?: RateLimitOptions["window"]
   /** IDEMPOTENCY_WAIT (default 2 s). */
   readonly idempotencyWait?: Duration.Duration
+  /** DATABASE_STATEMENT_TIMEOUT (docs/operators.md "Settings"; none when omitted). */
+  readonly statementTimeout?: Duration.Duration
+  /** DATABASE_ACQUIRE_TIMEOUT (docs/operators.md "Settings"; none when omitted). */
+  readonly acquireTimeout?: Duration.Duration
 }
 
 /** The whole HTTP server, listening, with its database pool and the idempotency purge job. */
@@ -107,6 +133,8 @@ export const ServerLayer = (options: ServerOptions) =>
     Layer.provide(Sql.layer({
       url: options.databaseUrl,
       applicationName: "school-api",
+      statementTimeout: options.statementTimeout,
+      acquireTimeout: options.acquireTimeout,
       ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections })
     }))
   )

@@ -23,7 +23,9 @@ const program = Effect.gen(function*() {
     port: settings.port,
     host: settings.host,
     rateLimitWindow: settings.rateLimitWindow,
-    idempotencyWait: settings.idempotencyWait
+    idempotencyWait: settings.idempotencyWait,
+    statementTimeout: settings.databaseStatementTimeout,
+    acquireTimeout: settings.databaseAcquireTimeout
   }))
 }).pipe(Effect.provide(Settings.layerWithLogging))
 

@@ -70,6 +70,10 @@ export interface SettingsShape {
   readonly dispatcherConcurrency: number
   /** `RATE_LIMIT_WINDOW` (default 60 s, spec 8); None: `off`, nothing counted (measurements only). */
   readonly rateLimitWindow: Option.Option<Duration.Duration>
+  /** `DATABASE_STATEMENT_TIMEOUT` (default 5 s): the API's bound on each statement. */
+  readonly databaseStatementTimeout: Duration.Duration
+  /** `DATABASE_ACQUIRE_TIMEOUT` (default 2 s): the API's bound on the wait for a pooled connection. */
+  readonly databaseAcquireTimeout: Duration.Duration
 }
 
 // ---------------------------------------------------------------------------
@@ -86,6 +90,10 @@ export const parseDuration = (text: string): Option.Option<Duration.Duration> =>
   const unit = durationUnits[match[2] ?? ""]
   return unit === undefined || !Number.isFinite(value) ? Option.none() : Option.some(Duration.millis(value * unit))
 }
+
+/** A duration longer than zero. */
+export const parsePositiveDuration = (text: string): Option.Option<Duration.Duration> =>
+  Option.filter(parseDuration(text), (duration) => Duration.toMillis(duration) > 0)
 
 /** A comma-separated, non-empty list of durations: `1m,5m,30m`. */
 export const parseDurationList = (text: string): Option.Option<ReadonlyArray<Duration.Duration>> => {
@@ -185,6 +193,7 @@ const text = <A>(type: Schema.Codec<A>, expected: string, parse: (text: string) 
 const durationExpected = "a duration like 250ms, 5s, 1m or 2h"
 const LogLevelType = Schema.Literals(LogLevel.values)
 const DurationText = text(Schema.Duration, durationExpected, parseDuration)
+const PositiveDurationText = text(Schema.Duration, "a positive duration like 500ms, 5s or 1m", parsePositiveDuration)
 
 /** Every setting with its default (docs/operators.md "Settings"). */
 const settings = Config.all({
@@ -224,7 +233,13 @@ const settings = Config.all({
   rateLimitWindow: Config.schema(
     text(Schema.Option(Schema.Duration), "a positive duration like 60s or 1m, or off", parseWindow),
     "RATE_LIMIT_WINDOW"
-  ).pipe(Config.withDefault(Option.some(WINDOW)))
+  ).pipe(Config.withDefault(Option.some(WINDOW))),
+  databaseStatementTimeout: Config.schema(PositiveDurationText, "DATABASE_STATEMENT_TIMEOUT").pipe(
+    Config.withDefault(Duration.seconds(5))
+  ),
+  databaseAcquireTimeout: Config.schema(PositiveDurationText, "DATABASE_ACQUIRE_TIMEOUT").pipe(
+    Config.withDefault(Duration.seconds(2))
+  )
 })
 
 /** The provider with empty values taken for absent ones. */
