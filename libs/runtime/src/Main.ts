@@ -21,7 +21,9 @@ export const teardown: Runtime.Teardown = (exit, onExit) => {
 const reportFailure = <A, E>(program: Effect.Effect<A, E>): Effect.Effect<A, E> =>
   Effect.tapCause(program, (cause) => {
     const error = Cause.squash(cause)
-    return isReported(error) ? Effect.sync(() => process.stderr.write(`${lineOf(error)}\n`)) : Effect.void
+    const line = isReported(error) ? lineOf(error) : ""
+    // An empty line: the error was already logged (`AlreadyLogged`).
+    return line === "" ? Effect.void : Effect.sync(() => process.stderr.write(`${line}\n`))
   })
 
 /** Runs `program` as the process: signals stop it with exit 0, failures exit non-zero. */

@@ -7,7 +7,7 @@
  * docs/operators.md "Settings"). Which errors qualify is a property of each
  * error, never a list kept somewhere.
  */
-import { Predicate, Runtime } from "effect"
+import { Predicate, Runtime, Schema } from "effect"
 
 /** The line an error that is its own report prints instead of `error: <message>`. */
 export const reportLine: unique symbol = Symbol.for("@school/runtime/Reported/reportLine")
@@ -25,3 +25,17 @@ export const isReported = (error: unknown): error is Reported =>
 
 /** The one line printed for an error that is its own report. */
 export const lineOf = (error: Reported): string => error[reportLine] ?? `error: ${error.message}`
+
+/**
+ * A failure the program has already written as one log line, in the
+ * configured LOG_FORMAT on stderr (a port already in use, the embedded
+ * PostgreSQL gone): `runMain` adds nothing and the process exits 1.
+ */
+export class AlreadyLogged extends Schema.TaggedError<AlreadyLogged>()("AlreadyLogged", {
+  message: Schema.String
+}) {
+  override readonly [Runtime.errorReported] = false
+  get [reportLine](): string {
+    return ""
+  }
+}
