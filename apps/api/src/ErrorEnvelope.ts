@@ -22,9 +22,10 @@ const isPathInput = (path: string): path is HttpRouter.PathInput => path.startsW
 /** A table of every known route, to tell 405 from 404 (`find`, not `has`: params must match). */
 export const routeTable = <Id extends string, Groups extends HttpApiGroup.Constraint>(
   api: HttpApi.HttpApi<Id, Groups>,
-  extra: ReadonlyArray<readonly [method: string, path: HttpRouter.PathInput]> = []
+  extra: ReadonlyArray<readonly [method: string, path: HttpRouter.PathInput]> = [],
+  config: Partial<FindMyWay.RouterConfig> = {}
 ) => {
-  const router = FindMyWay.make<true>()
+  const router = FindMyWay.make<true>(config)
   HttpApi.reflect(api, {
     onGroup: () => {},
     onEndpoint: ({ endpoint }) => {

@@ -6,7 +6,9 @@
  *    malformed is 422 validation_failed; nothing runs.
  * 2. The body is read (413 here stores nothing) before the key is claimed,
  *    so a slow upload holds neither a claim nor a database connection.
- * 3. The (school, key, method + path) is claimed, or its stored response is
+ * 3. The (school, key, operation) is claimed, the operation being the
+ *    method and the MATCHED ROUTE with its parameters (`Idempotency.operationOf`),
+ *    never the path as sent; or its stored response is
  *    replayed (`Idempotent-Replayed: true`, byte-identical body), or, while
  *    the first attempt runs, the request waits up to IDEMPOTENCY_WAIT and
  *    then gets 409 idempotency_in_progress.
@@ -21,7 +23,7 @@
  * replay is byte-identical to it.
  */
 import { Cause, Data, Effect, Exit, Layer, Result } from "effect"
-import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { Errors, Idempotency } from "@school/domain"
 import { CurrentKey, IdempotentWrite } from "@school/domain/api/Middleware"
@@ -53,11 +55,6 @@ const inProgress = () =>
   new Errors.IdempotencyInProgress({
     message: "A request with this Idempotency-Key is still being processed. Repeat it a little later."
   })
-
-const pathOf = (url: string): string => {
-  const query = url.indexOf("?")
-  return query === -1 ? url : url.slice(0, query)
-}
 
 export const IdempotentWriteLive = Layer.effect(
   IdempotentWrite,
@@ -98,6 +95,7 @@ export const IdempotentWriteLive = Layer.effect(
     return IdempotentWrite.of((httpEffect) =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
+        const { params, route } = yield* HttpRouter.RouteContext
         const { schoolId } = yield* CurrentKey
         const key = Idempotency.validateKey(request.headers["idempotency-key"])
         if (Result.isFailure(key)) return yield* key.failure
@@ -105,7 +103,9 @@ export const IdempotentWriteLive = Layer.effect(
         const scope: KeyScope = {
           schoolId,
           key: key.success,
-          operation: Idempotency.operationOf(request.method, pathOf(request.url))
+          // The router has percent-decoded the parameters; a parameter that is not the canonical
+          // spelling of its value (e.g. an id `007`) is refused by validation (422) under its own spelling.
+          operation: Idempotency.operationOf(request.method, route.path, params)
         }
         // From the claim on, the outcome is recorded even if the client goes away.
         return yield* Effect.uninterruptible(Effect.gen(function*() {

@@ -63,9 +63,13 @@ export const ROUTER_CONFIG: Partial<FindMyWay.RouterConfig> = {
  * The router the routes register with, configured by ROUTER_CONFIG. The
  * routes carry it, so every server of them (`HttpRouter.serve`,
  * `toWebHandler`, the tests' and the benchmark's) matches paths the same
- * way: the app's own `HttpRouter` wins over the default one `serve` adds.
+ * way: the app's own `HttpRouter` wins over the default one `serve` adds
+ * (`Layer.provideMerge` keeps the app's services over the router layer's).
  */
-const StrictRouter = HttpRouter.layer.pipe(Layer.provide(Layer.succeed(HttpRouter.RouterConfig, ROUTER_CONFIG)))
+const StrictRouter = Layer.effect(HttpRouter.HttpRouter, HttpRouter.make).pipe(
+  // A layer of its own, not `HttpRouter.layer`: that one is memoized, so `serve`'s default would be shared.
+  Layer.provide(Layer.succeed(HttpRouter.RouterConfig, ROUTER_CONFIG))
+)
 
 const allowedMethods = routeTable(PublicApi, [
   ...HEALTH_ROUTES,

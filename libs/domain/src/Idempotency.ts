@@ -54,10 +54,30 @@ export const validateKey = (
 
 /**
  * The operation a key is scoped to, besides the school (docs/decisions.md
- * "Idempotency"): the method and the concrete path, so one key on
- * `/students/5/groups` and on `/students/6/groups` names two operations.
+ * "Idempotency"): the method and the MATCHED ROUTE with its parameters put
+ * in, not the path as sent. `POST /api/public/v1/students/:id/groups` with
+ * id 10 is `POST /api/public/v1/students/10/groups`, however the request
+ * spelled it, so one key on `/students/5/groups` and on `/students/6/groups`
+ * names two operations and one spelling cannot make a second operation of
+ * the same one. A canonical request's operation is its path, as it was
+ * before routes were used, so records stored then still replay. A `:name`
+ * without a value in `params` stays as written.
  */
-export const operationOf = (method: string, path: string): string => `${method.toUpperCase()} ${path}`
+/** A parameter value escaped so no value can stand for another or for the route's own `/`: per UTF-16 unit, never throwing. */
+const escapeParam = (value: string): string =>
+  value.replace(/[^A-Za-z0-9._~-]/g, (unit) => `%u${unit.charCodeAt(0).toString(16).padStart(4, "0")}`)
+
+export const operationOf = (
+  method: string,
+  route: string,
+  params: Readonly<Record<string, string | undefined>> = {}
+): string =>
+  `${method.toUpperCase()} ${
+    route.replace(/:([A-Za-z0-9_]+)/g, (placeholder, name: string) => {
+      const value = params[name]
+      return value === undefined ? placeholder : escapeParam(value)
+    })
+  }`
 
 export interface Policy {
   /** A claim whose first attempt has not finished after this long is taken over (a crashed attempt). */
