@@ -1,7 +1,9 @@
 /**
  * Small, explicit test data written with SQL: a school with a plan, a filial,
- * students, groups, enrollments, payments, lessons and API keys in any state
- * (revoked, expired). Each helper returns the ids it created.
+ * students, groups, enrollments, payments, lessons, funnels with statuses and
+ * API keys in any state (revoked, expired). Each helper returns the ids it
+ * created. And what the write tests read back: a school's outbox rows and
+ * row counts.
  */
 import * as Ids from "@school/domain/Ids"
 import { issueApiKey } from "@school/persistence/Schools"
@@ -91,4 +93,47 @@ export const payment = Effect.fnUntraced(function*(
   return one(yield* sql<{ id: number }>`
     INSERT INTO payments (school_id, student_id, amount_kopecks, payment_type, filial_id)
     VALUES (${schoolId}, ${studentId}, ${amountKopecks}, ${paymentType}, ${filialId}) RETURNING id`).id
+}, Effect.orDie)
+
+/** A funnel with statuses (name, priority) in the given order; returns its id and the status ids in that order. */
+export const funnel = Effect.fnUntraced(function*(
+  schoolId: number,
+  name: string,
+  isMain: boolean,
+  statuses: ReadonlyArray<readonly [name: string, priority: number]>
+) {
+  const sql = yield* SqlClient.SqlClient
+  const { id } = one(
+    yield* sql<{ id: number }>`INSERT INTO funnels (school_id, name, is_main) VALUES (${schoolId}, ${name}, ${isMain}) RETURNING id`
+  )
+  const statusIds: Array<number> = []
+  for (const [statusName, priority] of statuses) {
+    statusIds.push(one(yield* sql<{ id: number }>`
+      INSERT INTO pipeline_statuses (school_id, funnel_id, name, priority)
+      VALUES (${schoolId}, ${id}, ${statusName}, ${priority}) RETURNING id`).id)
+  }
+  return { funnelId: id, statusIds }
+}, Effect.orDie)
+
+export interface OutboxRow {
+  readonly event: string
+  readonly payload: string
+  readonly created_at: string
+}
+
+/** The school's outbox rows in order, payload as the exact stored json text. */
+export const outbox = Effect.fnUntraced(function*(schoolId: number) {
+  const sql = yield* SqlClient.SqlClient
+  return yield* sql<OutboxRow>`
+    SELECT event, payload::text AS payload, api_ts(created_at) AS created_at
+    FROM outbox_events WHERE school_id = ${schoolId} ORDER BY id`
+}, Effect.orDie)
+
+/** How many rows of `table` the school has. */
+export const count = Effect.fnUntraced(function*(
+  table: "leads" | "demo_lessons" | "enrollments" | "outbox_events" | "idempotency_keys",
+  schoolId: number
+) {
+  const sql = yield* SqlClient.SqlClient
+  return one(yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql(table)} WHERE school_id = ${schoolId}`).n
 }, Effect.orDie)

@@ -1,0 +1,94 @@
+/**
+ * The one way tests serve the public API: the real routes (`AppRoutes`,
+ * with every middleware, the error envelope and the OpenAPI document)
+ * listening on 127.0.0.1:<random> in this process, with their own pool
+ * against this file's database (`TestDatabase`), and the two clients of
+ * `Clients.ts` over its address: `client(key)`, derived from the contract,
+ * and `raw`, for bytes, envelopes and headers.
+ *
+ *   const Env = TestServer.layer().pipe(Layer.provideMerge(TestDatabase.layer))
+ *   layer(Env, { excludeTestServices: true })("…", (it) => {
+ *     it.effect("…", () => Effect.gen(function*() {
+ *       const server = yield* TestServer
+ *       const api = yield* server.client(key)
+ *       const page = yield* api.students.list({ query: { per_page: 5 } })
+ *       const reply = yield* server.raw.get(`${V1}/students?per_page=0`, key)
+ *     }))
+ *   })
+ *
+ * The server lives on real time (sockets, pool timeouts, the rate limiter's
+ * LISTEN): use it with `excludeTestServices: true` or in `it.live`, never
+ * under the TestClock. What it logs is printed, so an unexpected 500 shows
+ * its cause; a test that provokes one on purpose wraps the request in
+ * `expectingLogs`, which keeps those lines for its assertions instead.
+ */
+import { NodeHttpServer } from "@effect/platform-node"
+import { defaultOptions, RateLimitOptions } from "@school/api/RateLimiter"
+import { AppRoutes } from "@school/api/Server"
+import { IdempotencyConfig } from "@school/persistence/IdempotencyStore"
+import * as Sql from "@school/persistence/Sql"
+import { Context, Duration, Effect, Layer, Logger } from "effect"
+import { HttpRouter, HttpServer } from "effect/http"
+import { createServer } from "node:http"
+import { type PublicClient, type RawClient, rawClient, typedClient, type TypedClientOptions } from "./Clients.ts"
+import { type LogEntry, makeLogGate } from "./Logs.ts"
+import { TestDatabase } from "./TestDatabase.ts"
+
+export interface TestServerOptions {
+  /** IDEMPOTENCY_WAIT; the setting's default (2 s) when omitted. */
+  readonly idempotencyWait?: Duration.Input
+  /** The server's pool; 10 connections, as in production, when omitted. */
+  readonly maxConnections?: number
+  /** The rate limiter's options over the specification's defaults (a budget, an injected clock). */
+  readonly rateLimit?: Partial<RateLimitOptions>
+}
+
+export class TestServer extends Context.Service<TestServer, {
+  /** `http://127.0.0.1:<port>`. */
+  readonly baseUrl: string
+  /** Plain requests to the server. */
+  readonly raw: RawClient
+  /** The contract's client, sending `key` as its bearer token. */
+  readonly client: (key?: string, options?: Omit<TypedClientOptions, "key">) => Effect.Effect<PublicClient>
+  /** Runs `self` with the server's log lines expected: kept and returned instead of printed. */
+  readonly expectingLogs: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<readonly [A, ReadonlyArray<LogEntry>], E, R>
+}>()("test/support/TestServer") {
+  /** The API listening on 127.0.0.1:<random> against `TestDatabase`. */
+  static readonly layer = (options: TestServerOptions = {}): Layer.Layer<TestServer, never, TestDatabase> => {
+    const logs = makeLogGate()
+    return Layer.effect(
+      TestServer,
+      Effect.gen(function*() {
+        const server = yield* HttpServer.HttpServer
+        const baseUrl = HttpServer.formatAddress(server.address)
+        return TestServer.of({
+          baseUrl,
+          raw: rawClient(baseUrl),
+          client: (key, clientOptions = {}) => typedClient(baseUrl, key === undefined ? clientOptions : { ...clientOptions, key }),
+          expectingLogs: logs.expecting
+        })
+      })
+    ).pipe(
+      Layer.provide(
+        HttpRouter.serve(AppRoutes, { disableLogger: true, disableListenLog: true }).pipe(
+          Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
+        )
+      ),
+      Layer.provide(Layer.succeed(RateLimitOptions, { ...defaultOptions, ...options.rateLimit })),
+      Layer.provide(
+        options.idempotencyWait === undefined
+          ? Layer.empty
+          : Layer.succeed(IdempotencyConfig, {
+            ...IdempotencyConfig.defaultValue(),
+            wait: Duration.fromInputUnsafe(options.idempotencyWait)
+          })
+      ),
+      Layer.provide(Layer.unwrap(Effect.gen(function*() {
+        const database = yield* TestDatabase
+        return Sql.layer({ url: database.url, maxConnections: options.maxConnections ?? 10, applicationName: "test-api" })
+      }))),
+      Layer.provide(Logger.layer([logs.logger])),
+      Layer.orDie
+    )
+  }
+}
