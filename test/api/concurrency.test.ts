@@ -12,9 +12,11 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { Enrollments, Leads } from "@school/domain"
+import { dataOf, errorOf, type RawReply, type RawRequestError, V1 } from "../support/Clients.ts"
 import * as Fixtures from "../support/Fixtures.ts"
+import { count, funnel } from "../support/Fixtures.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
-import { count, dataOf, errorOf, funnel, type Reply, V1, WriteServer } from "../support/WriteServer.ts"
+import { TestServer } from "../support/TestServer.ts"
 
 class World extends Context.Service<World, {
   readonly schoolA: number
@@ -39,10 +41,11 @@ class World extends Context.Service<World, {
   )
 }
 
-const Env = World.layer.pipe(Layer.provideMerge(WriteServer.layer()), Layer.provideMerge(TestDatabase.layer))
+const Env = World.layer.pipe(Layer.provideMerge(TestServer.layer()), Layer.provideMerge(TestDatabase.layer))
 
 /** Sends all at once (real sockets, real concurrency) and collects the replies. */
-const all = (requests: ReadonlyArray<Effect.Effect<Reply>>) => Effect.all(requests, { concurrency: "unbounded" })
+const all = (requests: ReadonlyArray<Effect.Effect<RawReply, RawRequestError>>) =>
+  Effect.all(requests, { concurrency: "unbounded" })
 
 const groupCounts = Effect.fnUntraced(function*(schoolId: number, groupId: number) {
   const sql = yield* SqlClient.SqlClient
@@ -62,12 +65,12 @@ layer(Env, { excludeTestServices: true })("concurrency", (it) => {
     it.effect("one lead, one lead.created; every answer the stored 201 (byte-identical) or 409", () =>
       Effect.gen(function*() {
         const world = yield* World
-        const server = yield* WriteServer
+        const { raw } = yield* TestServer
         const leads = yield* count("leads", world.schoolA)
         const events = yield* count("outbox_events", world.schoolA)
         const key = `burst-${Math.random()}`
         const replies = yield* all(Array.from({ length: 50 }, (_, i) =>
-          server.post(`${V1}/leads`, {
+          raw.post(`${V1}/leads`, {
             // The three API keys of the school share the key's scope.
             key: world.writeKeys[i % 3]!,
             idempotencyKey: key,
@@ -94,10 +97,10 @@ layer(Env, { excludeTestServices: true })("concurrency", (it) => {
     it.effect("50 different keys at once: 50 leads, 50 events, no 409", () =>
       Effect.gen(function*() {
         const world = yield* World
-        const server = yield* WriteServer
+        const { raw } = yield* TestServer
         const leads = yield* count("leads", world.schoolA)
         const replies = yield* all(Array.from({ length: 50 }, (_, i) =>
-          server.post(`${V1}/leads`, { key: world.writeKeys[0]!, idempotencyKey: `many-${i}-${Math.random()}`, body: { phone: "12345" } })))
+          raw.post(`${V1}/leads`, { key: world.writeKeys[0]!, idempotencyKey: `many-${i}-${Math.random()}`, body: { phone: "12345" } })))
         assert.deepStrictEqual([...new Set(replies.map((r) => r.status))], [201])
         assert.strictEqual(new Set(replies.map((r) => dataOf(Leads.Lead, r).id)).size, 50)
         assert.strictEqual(yield* count("leads", world.schoolA), leads + 50)
@@ -110,13 +113,13 @@ layer(Env, { excludeTestServices: true })("concurrency", (it) => {
       it.effect(`capacity ${capacity}, ${taken} taken, ${students} at once: exactly ${free} enrolled, ${students - free} group_full`, () =>
         Effect.gen(function*() {
           const world = yield* World
-          const server = yield* WriteServer
+          const { raw } = yield* TestServer
           const group = yield* Fixtures.group(world.schoolA, world.filialA, `Race ${capacity}/${taken}`, capacity)
           const pool = world.students.slice(0, taken + students)
           for (const student of pool.slice(0, taken)) yield* Fixtures.enroll(world.schoolA, student, group)
           const racers = pool.slice(taken)
           const replies = yield* all(racers.map((student, i) =>
-            server.post(`${V1}/students/${student}/groups`, {
+            raw.post(`${V1}/students/${student}/groups`, {
               key: world.writeKeys[i % 3]!,
               idempotencyKey: `race-${group}-${student}`,
               body: { group_id: group }
@@ -136,11 +139,11 @@ layer(Env, { excludeTestServices: true })("concurrency", (it) => {
     it.effect("one student, one group, 10 requests with different keys at once: enrolled once, the rest already_enrolled", () =>
       Effect.gen(function*() {
         const world = yield* World
-        const server = yield* WriteServer
+        const { raw } = yield* TestServer
         const group = yield* Fixtures.group(world.schoolA, world.filialA, "Same student", 10)
         const student = world.students[39]!
         const replies = yield* all(Array.from({ length: 10 }, (_, i) =>
-          server.post(`${V1}/students/${student}/groups`, {
+          raw.post(`${V1}/students/${student}/groups`, {
             key: world.writeKeys[0]!,
             idempotencyKey: `same-${group}-${i}`,
             body: { group_id: group }

@@ -4,53 +4,26 @@
  * derived from `PublicApi` (`HttpApiClient`) decodes the error envelopes
  * back to the error table's classes: a 429 to `RateLimitExceeded` with its
  * `Retry-After`, a 401 to `Unauthorized` with its reason, a 404 to
- * `NotFound`. The API runs in process over this file's database, with a
+ * `NotFound`. The API is `TestServer` over this file's database, with a
  * budget of 2 requests per window so the third is a 429.
  */
 import { assert, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Option, Schema } from "effect"
-import { FetchHttpClient, HttpClient, HttpClientRequest, HttpRouter, HttpServer } from "effect/http"
-import { HttpApiClient } from "effect/http-api"
-import { defaultOptions, RateLimitOptions } from "@school/api/RateLimiter"
-import { AppRoutes, OPENAPI_PATH } from "@school/api/Server"
+import { Effect, Layer, Option, Schema } from "effect"
+import { OPENAPI_PATH } from "@school/api/Server"
 import { Errors, Ids } from "@school/domain"
-import { PublicApi } from "@school/domain/api/PublicApi"
-import { SqlClient } from "effect/sql"
+import { failsWith } from "../support/Clients.ts"
 import * as Fixtures from "../support/Fixtures.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
+import { TestServer } from "../support/TestServer.ts"
 
 const BUDGET = 2
 
-/** A `fetch` that answers from the API's routes in process. */
-class InProcessFetch extends Context.Service<InProcessFetch, {
-  readonly fetch: typeof globalThis.fetch
-}>()("test/api/contract/InProcessFetch") {
-  static readonly layer = Layer.effect(InProcessFetch, Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const options = { ...defaultOptions, budgets: Option.some({ byPlan: {}, fallback: BUDGET }) }
-    const { handler, dispose } = HttpRouter.toWebHandler(
-      AppRoutes.pipe(
-        Layer.provide(Layer.succeed(RateLimitOptions, options)),
-        Layer.provide(Layer.succeed(SqlClient.SqlClient, sql)),
-        Layer.provide(HttpServer.layerServices)
-      ),
-      { disableLogger: true }
-    )
-    yield* Effect.addFinalizer(() => Effect.promise(() => dispose()))
-    const fetch: typeof globalThis.fetch = (input, init) => handler(new Request(input, init))
-    return InProcessFetch.of({ fetch })
-  }))
-}
+const Env = TestServer.layer({ rateLimit: { budgets: Option.some({ byPlan: {}, fallback: BUDGET }) } }).pipe(
+  Layer.provideMerge(TestDatabase.layer)
+)
 
 /** The typed client, authenticating with `key`. */
-const clientWith = (key: string) =>
-  Effect.gen(function*() {
-    const { fetch } = yield* InProcessFetch
-    return yield* HttpApiClient.make(PublicApi, {
-      baseUrl: "http://localhost",
-      transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(key))
-    }).pipe(Effect.provide(FetchHttpClient.layer), Effect.provideService(FetchHttpClient.Fetch, fetch))
-  })
+const clientWith = (key: string) => Effect.flatMap(TestServer, (server) => server.client(key))
 
 const Header = Schema.Struct({
   required: Schema.Boolean,
@@ -71,15 +44,13 @@ const Document = Schema.Struct({
   )
 })
 
-layer(InProcessFetch.layer.pipe(Layer.provideMerge(TestDatabase.layer)), { excludeTestServices: true })(
+layer(Env, { excludeTestServices: true })(
   "the contract, from a client",
   (it) => {
     it.effect("every operation documents its 429 with a required Retry-After of whole seconds", () =>
       Effect.gen(function*() {
-        const { fetch } = yield* InProcessFetch
-        const document = Schema.decodeUnknownSync(Document)(
-          yield* Effect.promise(() => fetch(`http://localhost${OPENAPI_PATH}`).then((response) => response.json()))
-        )
+        const server = yield* TestServer
+        const document = Schema.decodeUnknownSync(Document)((yield* server.raw.get(OPENAPI_PATH)).json)
         const operations = Object.entries(document.paths).flatMap(([path, methods]) =>
           Object.entries(methods).map(([method, operation]) => [`${method} ${path}`, operation] as const)
         )
@@ -101,28 +72,26 @@ layer(InProcessFetch.layer.pipe(Layer.provideMerge(TestDatabase.layer)), { exclu
           const page = yield* client.reference.filials({ query: {} })
           assert.strictEqual(page.meta.per_page, 20)
         }
-        const error = yield* Effect.flip(client.reference.filials({ query: {} }))
-        assert.instanceOf(error, Errors.RateLimitExceeded)
-        if (error instanceof Errors.RateLimitExceeded) {
-          const retryAfter = error.headers["retry-after"]
-          assert.isTrue(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, String(retryAfter))
-          assert.include(error.message, `Retry after ${retryAfter} second`)
-          assert.isUndefined(error.fields)
-        }
+        const error = yield* client.reference.filials({ query: {} }).pipe(failsWith(Errors.RateLimitExceeded))
+        const retryAfter = error.headers["retry-after"]
+        assert.isTrue(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, String(retryAfter))
+        assert.include(error.message, `Retry after ${retryAfter} second`)
+        assert.isUndefined(error.fields)
       }))
 
     it.effect("a 401 decodes to Unauthorized with its reason, a 404 to NotFound", () =>
       Effect.gen(function*() {
         const { schoolId } = yield* Fixtures.school(null, "Contract 2")
         const revoked = yield* clientWith(yield* Fixtures.key(schoolId, { revoked: true }))
-        const unauthorized = yield* Effect.flip(revoked.students.list({ query: {} }))
-        assert.instanceOf(unauthorized, Errors.Unauthorized)
-        assert.deepStrictEqual(unauthorized instanceof Errors.Unauthorized ? unauthorized.fields : undefined, {
-          reason: "revoked_key"
-        })
+        const unauthorized = yield* revoked.students.list({ query: {} }).pipe(failsWith(Errors.Unauthorized))
+        assert.deepStrictEqual(unauthorized.fields, { reason: "revoked_key" })
+        assert.strictEqual(unauthorized.message, "The API key has been revoked.")
         const client = yield* clientWith(yield* Fixtures.key(schoolId))
-        const missing = yield* Effect.flip(client.students.get({ params: { id: Ids.StudentId.make(2_147_483_647) } }))
-        assert.instanceOf(missing, Errors.NotFound)
+        const missing = yield* client.students.get({ params: { id: Ids.StudentId.make(2_147_483_647) } }).pipe(
+          failsWith(Errors.NotFound)
+        )
+        assert.strictEqual(missing.message, "Student 2147483647 not found.")
+        assert.isUndefined(missing.fields)
       }))
   }
 )

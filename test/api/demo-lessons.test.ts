@@ -6,10 +6,12 @@
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { DemoLessons, Leads } from "@school/domain"
+import { DemoLessons, Errors, Ids } from "@school/domain"
+import { dataOf, expectError, failsWith, V1 } from "../support/Clients.ts"
 import * as Fixtures from "../support/Fixtures.ts"
+import { count, funnel } from "../support/Fixtures.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
-import { count, dataOf, errorOf, funnel, type Reply, V1, WriteServer } from "../support/WriteServer.ts"
+import { TestServer } from "../support/TestServer.ts"
 
 class World extends Context.Service<World, {
   readonly schoolA: number
@@ -46,24 +48,30 @@ class World extends Context.Service<World, {
   )
 }
 
-const Env = World.layer.pipe(Layer.provideMerge(WriteServer.layer()), Layer.provideMerge(TestDatabase.layer))
+const Env = World.layer.pipe(Layer.provideMerge(TestServer.layer()), Layer.provideMerge(TestDatabase.layer))
 
 let n = 0
-const post = (path: string, body: unknown, key?: string) =>
+const freshKey = () => `demo-${++n}-${Math.random()}`
+
+/** POST /demo-lessons as bytes (any body), with a fresh Idempotency-Key. */
+const book = (body: unknown) =>
   Effect.gen(function*() {
-    const server = yield* WriteServer
+    const server = yield* TestServer
     const world = yield* World
-    return yield* server.post(`${V1}${path}`, { key: key ?? world.writeKey, idempotencyKey: `demo-${++n}-${Math.random()}`, body })
+    return yield* server.raw.post(`${V1}/demo-lessons`, { key: world.writeKey, idempotencyKey: freshKey(), body })
   })
 
-const book = (body: unknown) => post("/demo-lessons", body)
+/** The contract's client with this key (school A's write key by default). */
+const client = (key?: string) =>
+  Effect.gen(function*() {
+    const server = yield* TestServer
+    const world = yield* World
+    return yield* server.client(key ?? world.writeKey)
+  })
 
-const expectError = (reply: Reply, status: number, code: string) => {
-  assert.strictEqual(reply.status, status, reply.text)
-  const error = errorOf(reply)
-  assert.strictEqual(error.code, code)
-  return error
-}
+/** POST /demo-lessons through the contract's client, with a fresh Idempotency-Key. */
+const bookTyped = (payload: DemoLessons.CreateDemoLessonRequest) =>
+  Effect.flatMap(client(), (api) => api.demoLessons.create({ headers: { "idempotency-key": freshKey() }, payload }))
 
 const MICROS_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
 
@@ -95,16 +103,29 @@ layer(Env, { excludeTestServices: true })("POST /demo-lessons", (it) => {
         assert.strictEqual(yield* count("outbox_events", world.schoolA), events)
         // Three trials on a group with two places: a trial does not take a place.
         for (let i = 0; i < 3; i++) {
-          assert.strictEqual((yield* book({ user_id: world.student, group_id: world.group })).status, 201)
+          const { data } = yield* bookTyped({ user_id: Ids.StudentId.make(world.student), group_id: Ids.GroupId.make(world.group) })
+          assert.strictEqual(data.status, "scheduled")
         }
       }))
 
     it.effect("for a lead created through the API; starts_at and comment optional", () =>
       Effect.gen(function*() {
         const world = yield* World
-        const lead = dataOf(Leads.Lead, yield* post("/leads", { phone: "12345", name: "Trial lead" }))
-        const lesson = dataOf(DemoLessons.DemoLesson, yield* book({ lead_id: lead.id, group_id: world.group, user_id: null }))
+        const api = yield* client()
+        const { data: lead } = yield* api.leads.create({
+          headers: { "idempotency-key": freshKey() },
+          payload: { phone: "12345", name: "Trial lead" }
+        })
+        const { data: lesson } = yield* bookTyped({
+          lead_id: Ids.LeadId.make(lead.id),
+          group_id: Ids.GroupId.make(world.group),
+          user_id: null
+        })
         assert.deepStrictEqual([lesson.user_id, lesson.lead_id, lesson.starts_at, lesson.comment], [null, lead.id, null, ""])
+        // The same as sent: null where nothing was given.
+        const wire = yield* book({ lead_id: lead.id, group_id: world.group, user_id: null })
+        const sent = dataOf(DemoLessons.DemoLesson, wire)
+        assert.deepStrictEqual([sent.user_id, sent.lead_id, sent.starts_at, sent.comment], [null, lead.id, null, ""])
       }))
   })
 
@@ -128,7 +149,8 @@ layer(Env, { excludeTestServices: true })("POST /demo-lessons", (it) => {
     it.effect("a user_id or lead_id that is not the school's: validation_failed on that field", () =>
       Effect.gen(function*() {
         const world = yield* World
-        const leadOfB = dataOf(Leads.Lead, yield* post("/leads", { phone: "12345" }, world.keyB))
+        const apiB = yield* client(world.keyB)
+        const { data: leadOfB } = yield* apiB.leads.create({ headers: { "idempotency-key": freshKey() }, payload: { phone: "12345" } })
         for (const [body, field] of [
           [{ user_id: world.studentOfB, group_id: world.group }, "user_id"],
           [{ user_id: 999_999, group_id: world.group }, "user_id"],
@@ -143,9 +165,21 @@ layer(Env, { excludeTestServices: true })("POST /demo-lessons", (it) => {
     it.effect("group_not_found (422) and group_full (409), without fields", () =>
       Effect.gen(function*() {
         const world = yield* World
+        const student = Ids.StudentId.make(world.student)
         for (const group of [world.groupOfB, 999_999]) {
-          assert.isUndefined(expectError(yield* book({ user_id: world.student, group_id: group }), 422, "group_not_found").fields)
+          const error = yield* bookTyped({ user_id: student, group_id: Ids.GroupId.make(group) }).pipe(
+            failsWith(Errors.GroupNotFound)
+          )
+          assert.strictEqual(error.message, `Group ${group} not found in this school.`)
+          assert.isUndefined(error.fields)
         }
+        const full = yield* bookTyped({ user_id: student, group_id: Ids.GroupId.make(world.fullGroup) }).pipe(
+          failsWith(Errors.GroupFull)
+        )
+        assert.strictEqual(full.message, `Group ${world.fullGroup} has no free places.`)
+        assert.isUndefined(full.fields)
+        // The envelopes as sent.
+        assert.isUndefined(expectError(yield* book({ user_id: world.student, group_id: 999_999 }), 422, "group_not_found").fields)
         assert.isUndefined(expectError(yield* book({ user_id: world.student, group_id: world.fullGroup }), 409, "group_full").fields)
       }))
 

@@ -7,10 +7,12 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { Enrollments, Events, Models } from "@school/domain"
+import { Enrollments, Errors, Events, Ids } from "@school/domain"
+import { dataOf, expectError, failsWith, JSON_CONTENT_TYPE, V1 } from "../support/Clients.ts"
 import * as Fixtures from "../support/Fixtures.ts"
+import { count, outbox } from "../support/Fixtures.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
-import { count, dataOf, errorOf, outbox, type Reply, V1, WriteServer } from "../support/WriteServer.ts"
+import { TestServer } from "../support/TestServer.ts"
 
 class World extends Context.Service<World, {
   readonly schoolA: number
@@ -39,29 +41,38 @@ class World extends Context.Service<World, {
   )
 }
 
-const Env = World.layer.pipe(Layer.provideMerge(WriteServer.layer()), Layer.provideMerge(TestDatabase.layer))
+const Env = World.layer.pipe(Layer.provideMerge(TestServer.layer()), Layer.provideMerge(TestDatabase.layer))
 
 let n = 0
+const freshKey = () => `enroll-${++n}-${Math.random()}`
+
+/** POST /students/{id}/groups as bytes: any path id, any body. */
 const enroll = (studentId: number | string, body: unknown) =>
   Effect.gen(function*() {
-    const server = yield* WriteServer
+    const server = yield* TestServer
     const world = yield* World
-    return yield* server.post(`${V1}/students/${studentId}/groups`, {
+    return yield* server.raw.post(`${V1}/students/${studentId}/groups`, {
       key: world.writeKey,
-      idempotencyKey: `enroll-${++n}-${Math.random()}`,
+      idempotencyKey: freshKey(),
       body
+    })
+  })
+
+/** The same through the contract's client. */
+const enrollTyped = (studentId: number, groupId: number) =>
+  Effect.gen(function*() {
+    const server = yield* TestServer
+    const world = yield* World
+    const api = yield* server.client(world.writeKey)
+    return yield* api.enrollments.create({
+      params: { id: Ids.StudentId.make(studentId) },
+      headers: { "idempotency-key": freshKey() },
+      payload: { group_id: Ids.GroupId.make(groupId) }
     })
   })
 
 const newGroup = (name: string, capacity: number) =>
   Effect.flatMap(World, (world) => Fixtures.group(world.schoolA, world.filialA, name, capacity))
-
-const expectError = (reply: Reply, status: number, code: string) => {
-  assert.strictEqual(reply.status, status, reply.text)
-  const error = errorOf(reply)
-  assert.strictEqual(error.code, code)
-  return error
-}
 
 const groupCounts = Effect.fnUntraced(function*(groupId: number) {
   const sql = yield* SqlClient.SqlClient
@@ -86,7 +97,7 @@ layer(Env, { excludeTestServices: true })("POST /students/{id}/groups", (it) => 
         const events = yield* outbox(world.schoolA)
         const reply = yield* enroll(student, { group_id: group })
         assert.strictEqual(reply.status, 201, reply.text)
-        assert.strictEqual(reply.headers.get("content-type"), "application/json; charset=utf-8")
+        assert.strictEqual(reply.headers.get("content-type"), JSON_CONTENT_TYPE)
         const enrollment = dataOf(Enrollments.Enrollment, reply)
         assert.strictEqual(enrollment.student_id, student)
         assert.strictEqual(enrollment.group_id, group)
@@ -114,12 +125,13 @@ layer(Env, { excludeTestServices: true })("POST /students/{id}/groups", (it) => 
       Effect.gen(function*() {
         const world = yield* World
         const sql = yield* SqlClient.SqlClient
-        const server = yield* WriteServer
+        const server = yield* TestServer
         const student = world.students[1]!
         yield* sql`UPDATE students SET updated_at = NULL WHERE school_id = ${world.schoolA} AND id = ${student}`
         const group = yield* newGroup("Go B2", 5)
-        const enrollment = dataOf(Enrollments.Enrollment, yield* enroll(student, { group_id: group }))
-        const card = dataOf(Models.StudentCard, yield* server.get(`${V1}/students/${student}`, world.writeKey))
+        const { data: enrollment } = yield* enrollTyped(student, group)
+        const api = yield* server.client(world.writeKey)
+        const { data: card } = yield* api.students.get({ params: { id: Ids.StudentId.make(student) } })
         assert.deepStrictEqual(card.active_groups.map((g) => [g.group_id, g.enrollment_id, g.group_name]), [
           [group, enrollment.id, "Go B2"]
         ])
@@ -133,9 +145,13 @@ layer(Env, { excludeTestServices: true })("POST /students/{id}/groups", (it) => 
         const world = yield* World
         const group = yield* newGroup("G", 5)
         for (const student of [world.studentOfB, 999_999]) {
-          assert.isUndefined(expectError(yield* enroll(student, { group_id: group }), 422, "student_not_found").fields)
+          const error = yield* enrollTyped(student, group).pipe(failsWith(Errors.StudentNotFound))
+          assert.strictEqual(error.message, `Student ${student} not found in this school.`)
+          assert.isUndefined(error.fields)
         }
-        expectError(yield* enroll(999_999, { group_id: 999_999 }), 422, "student_not_found")
+        yield* enrollTyped(999_999, 999_999).pipe(failsWith(Errors.StudentNotFound))
+        // The envelope as sent.
+        assert.isUndefined(expectError(yield* enroll(999_999, { group_id: 999_999 }), 422, "student_not_found").fields)
         assert.deepStrictEqual(yield* groupCounts(group), { enrolled_count: 0, active: 0 })
       }))
 
@@ -143,8 +159,11 @@ layer(Env, { excludeTestServices: true })("POST /students/{id}/groups", (it) => 
       Effect.gen(function*() {
         const world = yield* World
         for (const group of [world.groupOfB, 999_999]) {
-          assert.isUndefined(expectError(yield* enroll(world.students[2]!, { group_id: group }), 422, "group_not_found").fields)
+          const error = yield* enrollTyped(world.students[2]!, group).pipe(failsWith(Errors.GroupNotFound))
+          assert.strictEqual(error.message, `Group ${group} not found in this school.`)
+          assert.isUndefined(error.fields)
         }
+        assert.isUndefined(expectError(yield* enroll(world.students[2]!, { group_id: 999_999 }), 422, "group_not_found").fields)
       }))
 
     it.effect("group_full (409): no free place (capacity 0, or taken); nothing written", () =>
@@ -154,8 +173,10 @@ layer(Env, { excludeTestServices: true })("POST /students/{id}/groups", (it) => 
         const one = yield* newGroup("One place", 1)
         const events = yield* count("outbox_events", world.schoolA)
         assert.isUndefined(expectError(yield* enroll(world.students[3]!, { group_id: none }), 409, "group_full").fields)
-        assert.strictEqual((yield* enroll(world.students[3]!, { group_id: one })).status, 201)
-        expectError(yield* enroll(world.students[4]!, { group_id: one }), 409, "group_full")
+        yield* enrollTyped(world.students[3]!, one)
+        const full = yield* enrollTyped(world.students[4]!, one).pipe(failsWith(Errors.GroupFull))
+        assert.strictEqual(full.message, `Group ${one} has no free places.`)
+        assert.isUndefined(full.fields)
         assert.deepStrictEqual(yield* groupCounts(one), { enrolled_count: 1, active: 1 })
         assert.strictEqual(yield* count("outbox_events", world.schoolA), events + 1)
       }))
@@ -166,13 +187,17 @@ layer(Env, { excludeTestServices: true })("POST /students/{id}/groups", (it) => 
         const sql = yield* SqlClient.SqlClient
         const group = yield* newGroup("Once", 1)
         const student = world.students[5]!
-        assert.strictEqual((yield* enroll(student, { group_id: group })).status, 201)
+        yield* enrollTyped(student, group)
         assert.isUndefined(expectError(yield* enroll(student, { group_id: group }), 422, "already_enrolled").fields)
+        const again = yield* enrollTyped(student, group).pipe(failsWith(Errors.AlreadyEnrolled))
+        assert.strictEqual(again.message, `Student ${student} is already enrolled in group ${group}.`)
+        assert.isUndefined(again.fields)
         assert.deepStrictEqual(yield* groupCounts(group), { enrolled_count: 1, active: 1 })
         // End it (freeing the place): the student may enroll again.
         yield* sql`UPDATE enrollments SET ended_at = now() WHERE school_id = ${world.schoolA} AND student_id = ${student}`
         yield* sql`UPDATE groups SET enrolled_count = 0 WHERE school_id = ${world.schoolA} AND id = ${group}`
-        assert.strictEqual((yield* enroll(student, { group_id: group })).status, 201)
+        const { data: enrolled } = yield* enrollTyped(student, group)
+        assert.deepStrictEqual([enrolled.student_id, enrolled.group_id], [student, group])
       }))
 
     it.effect("validation_failed (422): group_id missing, not an integer, not positive; a malformed path id", () =>

@@ -9,10 +9,12 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { Events, Leads } from "@school/domain"
+import { Errors, Events, Leads } from "@school/domain"
+import { dataOf, expectError, failsWith, JSON_CONTENT_TYPE, V1 } from "../support/Clients.ts"
 import * as Fixtures from "../support/Fixtures.ts"
+import { count, funnel, outbox } from "../support/Fixtures.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
-import { count, dataOf, errorOf, funnel, outbox, type Reply, V1, WriteServer } from "../support/WriteServer.ts"
+import { TestServer } from "../support/TestServer.ts"
 
 class World extends Context.Service<World, {
   readonly schoolA: number
@@ -60,7 +62,7 @@ class World extends Context.Service<World, {
 }
 
 const Env = World.layer.pipe(
-  Layer.provideMerge(WriteServer.layer()),
+  Layer.provideMerge(TestServer.layer()),
   Layer.provideMerge(TestDatabase.layer)
 )
 
@@ -68,11 +70,12 @@ let keys = 0
 /** A fresh Idempotency-Key per call. */
 const freshKey = () => `lead-test-${++keys}-${Math.random().toString(36).slice(2)}`
 
+/** POST /leads as bytes: any body, any headers, a fresh Idempotency-Key. */
 const postLead = (body: unknown, key?: string, options: { readonly headers?: Record<string, string> } = {}) =>
   Effect.gen(function*() {
-    const server = yield* WriteServer
+    const server = yield* TestServer
     const world = yield* World
-    return yield* server.post(`${V1}/leads`, {
+    return yield* server.raw.post(`${V1}/leads`, {
       key: key ?? world.writeKey,
       idempotencyKey: freshKey(),
       body,
@@ -80,16 +83,16 @@ const postLead = (body: unknown, key?: string, options: { readonly headers?: Rec
     })
   })
 
-const MICROS_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
+/** POST /leads through the contract's client, with a fresh Idempotency-Key. */
+const createLead = (payload: Leads.CreateLeadRequest, key?: string) =>
+  Effect.gen(function*() {
+    const server = yield* TestServer
+    const world = yield* World
+    const api = yield* server.client(key ?? world.writeKey)
+    return yield* api.leads.create({ headers: { "idempotency-key": freshKey() }, payload })
+  })
 
-const expectError = (reply: Reply, status: number, code: string) => {
-  assert.strictEqual(reply.status, status, reply.text)
-  assert.strictEqual(reply.headers.get("content-type"), "application/json; charset=utf-8")
-  const error = errorOf(reply)
-  assert.strictEqual(error.code, code)
-  assert.isTrue(error.message.length > 0)
-  return error
-}
+const MICROS_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
 
 const StoredLead = Schema.Struct({
   name: Schema.String,
@@ -115,7 +118,7 @@ layer(Env, { excludeTestServices: true })("POST /leads", (it) => {
         const world = yield* World
         const reply = yield* postLead({ phone: "  +7 (999) 123-45-67 ", name: "  Anna Petrova ", comment: " call after 18:00 " })
         assert.strictEqual(reply.status, 201, reply.text)
-        assert.strictEqual(reply.headers.get("content-type"), "application/json; charset=utf-8")
+        assert.strictEqual(reply.headers.get("content-type"), JSON_CONTENT_TYPE)
         assert.isNull(reply.headers.get("idempotent-replayed"))
         const lead = dataOf(Leads.Lead, reply)
         assert.deepStrictEqual({ ...lead, id: 0, created_at: "" }, {
@@ -142,7 +145,7 @@ layer(Env, { excludeTestServices: true })("POST /leads", (it) => {
         assert.strictEqual(a.name, "")
         assert.strictEqual(a.comment, "")
         assert.strictEqual(a.source, "site-form")
-        const b = dataOf(Leads.Lead, yield* postLead({ phone: "12345", source: "" }))
+        const { data: b } = yield* createLead({ phone: "12345", source: "" })
         assert.strictEqual(b.source, "api")
         const c = dataOf(Leads.Lead, yield* postLead({ phone: "12345", name: null, source: null, comment: null, funnel_id: null }))
         assert.deepStrictEqual([c.name, c.source, c.comment, c.funnel_id], ["", "api", "", 0])
@@ -151,7 +154,7 @@ layer(Env, { excludeTestServices: true })("POST /leads", (it) => {
     it.effect("funnel_id 0 is the main funnel, returned as 0", () =>
       Effect.gen(function*() {
         const world = yield* World
-        const lead = dataOf(Leads.Lead, yield* postLead({ phone: "12345", funnel_id: 0 }))
+        const { data: lead } = yield* createLead({ phone: "12345", funnel_id: 0 })
         assert.strictEqual(lead.funnel_id, 0)
         assert.strictEqual(lead.pipeline_status_id, world.main.statusIds[1]!)
       }))
@@ -159,7 +162,7 @@ layer(Env, { excludeTestServices: true })("POST /leads", (it) => {
     it.effect("a funnel of the school is echoed; a priority tie goes to the older status", () =>
       Effect.gen(function*() {
         const world = yield* World
-        const lead = dataOf(Leads.Lead, yield* postLead({ phone: "12345", funnel_id: world.courses.funnelId }))
+        const { data: lead } = yield* createLead({ phone: "12345", funnel_id: world.courses.funnelId })
         assert.strictEqual(lead.funnel_id, world.courses.funnelId)
         assert.strictEqual(lead.pipeline_status_id, world.courses.statusIds[1]!)
       }))
@@ -173,7 +176,7 @@ layer(Env, { excludeTestServices: true })("POST /leads", (it) => {
     it.effect("each school's key writes into its own school and main funnel", () =>
       Effect.gen(function*() {
         const world = yield* World
-        const lead = dataOf(Leads.Lead, yield* postLead({ phone: "12345", name: "B lead" }, world.keyB))
+        const { data: lead } = yield* createLead({ phone: "12345", name: "B lead" }, world.keyB)
         assert.strictEqual(lead.pipeline_status_id, world.mainB.statusIds[0]!)
         const row = yield* storedLead(world.schoolB, lead.id)
         assert.strictEqual(row.name, "B lead")
@@ -210,7 +213,7 @@ layer(Env, { excludeTestServices: true })("POST /leads", (it) => {
     it.effect("a lead with no name carries \"\" and source \"api\" in its event", () =>
       Effect.gen(function*() {
         const world = yield* World
-        const lead = dataOf(Leads.Lead, yield* postLead({ phone: "12345" }, world.keyB))
+        const { data: lead } = yield* createLead({ phone: "12345" }, world.keyB)
         const rows = yield* outbox(world.schoolB)
         const payload = Schema.decodeUnknownSync(Events.LeadCreated)(JSON.parse(rows[rows.length - 1]!.payload), Events.strict)
         assert.deepStrictEqual(payload, { lead_id: lead.id, name: "", phone: "12345", source: "api" })
@@ -224,10 +227,15 @@ layer(Env, { excludeTestServices: true })("POST /leads", (it) => {
         const leadsBefore = yield* count("leads", world.schoolA)
         const eventsBefore = yield* count("outbox_events", world.schoolA)
         for (const funnelId of [world.funnelOfB, world.mainB.funnelId, 999_999, world.emptyFunnel, 2_147_483_647]) {
-          const error = expectError(yield* postLead({ phone: "12345", funnel_id: funnelId }), 422, "funnel_not_found")
+          const error = yield* createLead({ phone: "12345", funnel_id: funnelId }).pipe(failsWith(Errors.FunnelNotFound))
+          assert.strictEqual(error.message, `Funnel ${funnelId} does not exist in this school.`)
           assert.isUndefined(error.fields)
         }
-        expectError(yield* postLead({ phone: "12345" }, world.keyNoFunnel), 422, "funnel_not_found")
+        const noMain = yield* createLead({ phone: "12345" }, world.keyNoFunnel).pipe(failsWith(Errors.FunnelNotFound))
+        assert.strictEqual(noMain.message, "The school has no main funnel with statuses.")
+        // The envelope as sent.
+        const wire = expectError(yield* postLead({ phone: "12345", funnel_id: 999_999 }), 422, "funnel_not_found")
+        assert.isUndefined(wire.fields)
         assert.strictEqual(yield* count("leads", world.schoolA), leadsBefore)
         assert.strictEqual(yield* count("outbox_events", world.schoolA), eventsBefore)
         assert.strictEqual(yield* count("leads", world.schoolNoFunnel), 0)
@@ -337,13 +345,16 @@ layer(Env, { excludeTestServices: true })("POST /leads", (it) => {
     it.effect("no key: 401; a read key: 403 insufficient_scope, even without an Idempotency-Key; nothing written", () =>
       Effect.gen(function*() {
         const world = yield* World
-        const server = yield* WriteServer
+        const server = yield* TestServer
         const before = yield* count("leads", world.schoolA)
-        const noKey = yield* server.post(`${V1}/leads`, { idempotencyKey: freshKey(), body: { phone: "12345" } })
+        const noKey = yield* server.raw.post(`${V1}/leads`, { idempotencyKey: freshKey(), body: { phone: "12345" } })
         assert.strictEqual(expectError(noKey, 401, "unauthorized").fields?.["reason"], "missing_or_malformed_key")
-        const read = yield* server.post(`${V1}/leads`, { key: world.readKey, idempotencyKey: freshKey(), body: { phone: "12345" } })
+        const read = yield* server.raw.post(`${V1}/leads`, { key: world.readKey, idempotencyKey: freshKey(), body: { phone: "12345" } })
         assert.isUndefined(expectError(read, 403, "insufficient_scope").fields)
-        const readNoKey = yield* server.post(`${V1}/leads`, { key: world.readKey, body: {} })
+        const scope = yield* createLead({ phone: "12345" }, world.readKey).pipe(failsWith(Errors.InsufficientScope))
+        assert.strictEqual(scope.message, "This endpoint needs an API key with write scope.")
+        assert.isUndefined(scope.fields)
+        const readNoKey = yield* server.raw.post(`${V1}/leads`, { key: world.readKey, body: {} })
         expectError(readNoKey, 403, "insufficient_scope")
         assert.strictEqual(yield* count("leads", world.schoolA), before)
       }))
@@ -351,8 +362,8 @@ layer(Env, { excludeTestServices: true })("POST /leads", (it) => {
     it.effect("GET on the write path is 405 with Allow: POST", () =>
       Effect.gen(function*() {
         const world = yield* World
-        const server = yield* WriteServer
-        const reply = yield* server.get(`${V1}/leads`, world.writeKey)
+        const server = yield* TestServer
+        const reply = yield* server.raw.get(`${V1}/leads`, world.writeKey)
         expectError(reply, 405, "method_not_allowed")
         assert.strictEqual(reply.headers.get("allow"), "POST")
       }))
@@ -377,7 +388,7 @@ layer(Env, { excludeTestServices: true })("POST /leads", (it) => {
           )
           const statuses = created.statusIds.map((id, i) => ({ id, priority: priorities[i]! }))
           const expected = Option.getOrThrow(Leads.lowestPriorityStatus(statuses))
-          const lead = dataOf(Leads.Lead, yield* postLead({ phone: "12345", funnel_id: created.funnelId }))
+          const { data: lead } = yield* createLead({ phone: "12345", funnel_id: created.funnelId })
           assert.strictEqual(lead.pipeline_status_id, expected.id)
           assert.strictEqual(lead.funnel_id, created.funnelId)
         }),

@@ -9,9 +9,11 @@ import { assert, layer } from "@effect/vitest"
 import { Context, Duration, Effect, Layer, Option, Queue } from "effect"
 import { SqlClient } from "effect/sql"
 import { OUTBOX_CHANNEL } from "@school/persistence/Outbox"
+import { V1 } from "../support/Clients.ts"
 import * as Fixtures from "../support/Fixtures.ts"
+import { count, funnel } from "../support/Fixtures.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
-import { count, funnel, V1, WriteServer } from "../support/WriteServer.ts"
+import { TestServer } from "../support/TestServer.ts"
 
 class World extends Context.Service<World, { readonly schoolId: number; readonly writeKey: string }>()(
   "test/api/outbox/World"
@@ -26,14 +28,14 @@ class World extends Context.Service<World, { readonly schoolId: number; readonly
   )
 }
 
-const Env = World.layer.pipe(Layer.provideMerge(WriteServer.layer()), Layer.provideMerge(TestDatabase.layer))
+const Env = World.layer.pipe(Layer.provideMerge(TestServer.layer()), Layer.provideMerge(TestDatabase.layer))
 
 let n = 0
 const postLead = (body: unknown) =>
   Effect.gen(function*() {
-    const server = yield* WriteServer
+    const server = yield* TestServer
     const world = yield* World
-    return yield* server.post(`${V1}/leads`, { key: world.writeKey, idempotencyKey: `outbox-${++n}-${Math.random()}`, body })
+    return yield* server.raw.post(`${V1}/leads`, { key: world.writeKey, idempotencyKey: `outbox-${++n}-${Math.random()}`, body })
   })
 
 /** None when no notification arrives within 300 ms. */
@@ -54,10 +56,12 @@ layer(Env, { excludeTestServices: true })("outbox NOTIFY", (it) => {
 
       // Written, then rolled back at the last statement: the NOTIFY goes with it.
       yield* sql`ALTER TABLE idempotency_keys ADD CONSTRAINT test_refuse_completion CHECK (completed_at IS NULL) NOT VALID`
-      const failed = yield* postLead({ phone: "12345" }).pipe(
+      const server = yield* TestServer
+      const [failed, logged] = yield* server.expectingLogs(postLead({ phone: "12345" })).pipe(
         Effect.ensuring(sql`ALTER TABLE idempotency_keys DROP CONSTRAINT test_refuse_completion`.pipe(Effect.orDie))
       )
       assert.strictEqual(failed.status, 500)
+      assert.deepStrictEqual(logged.map((entry) => entry.message), ["request failed"])
       assert.isTrue(Option.isNone(yield* nothingWithin(queue)))
       assert.strictEqual(yield* count("outbox_events", world.schoolId), 0)
 

@@ -1,6 +1,6 @@
 /**
- * The per-key rate limit through the whole API, in process, against a real
- * PostgreSQL (spec 8, DECISIONS "Rate limits"): exactly the budget, then 429
+ * The per-key rate limit through the whole API (`TestServer`), against a real
+ * PostgreSQL (spec 8, docs/decisions.md "Rate limits"): exactly the budget, then 429
  * `rate_limit_exceeded` with a correct `Retry-After` and no `X-RateLimit-*`
  * headers; waiting `Retry-After` is enough; per-plan budgets; keys of one
  * school are independent; a plan change applies to the next request; requests
@@ -14,28 +14,23 @@
 import { assert, layer } from "@effect/vitest"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option } from "effect"
-import { HttpRouter, HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
-import { AppRoutes } from "@school/api/Server"
-import { defaultOptions, RateLimitOptions } from "@school/api/RateLimiter"
 import { ApiKey } from "@school/domain"
+import { errorOf, JSON_CONTENT_TYPE, type RawReply, V1 } from "../support/Clients.ts"
 import * as Fixtures from "../support/Fixtures.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
+import { TestServer } from "../support/TestServer.ts"
 
-const STUDENTS = "/api/public/v1/students?per_page=1"
+const STUDENTS = `${V1}/students?per_page=1`
 const SECOND = 1_000_000
 /** The injected clock's origin: a realistic time, µs since the epoch. */
 const T0 = 1_800_000_000 * SECOND
 
-/** Tests run under the TestClock; these waits are real. */
-const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
-
-const withRealTimeout = <A, E, R>(ms: number, self: Effect.Effect<A, E, R>) =>
-  Effect.raceFirst(self, Effect.andThen(realSleep(ms), Effect.die(`timed out after ${ms} ms`)))
+const sleep = (ms: number) => Effect.sleep(`${ms} millis`)
 
 /**
- * Repeats `self` until `done`, for at most `ms` of real time: for what
- * reaches the process by NOTIFY (milliseconds after the commit).
+ * Repeats `self` until `done`, for at most `ms`: for what reaches the
+ * process by NOTIFY (milliseconds after the commit).
  */
 const eventually = <A, E, R>(ms: number, self: Effect.Effect<A, E, R>, done: (a: A) => boolean) =>
   Effect.gen(function*() {
@@ -43,64 +38,50 @@ const eventually = <A, E, R>(ms: number, self: Effect.Effect<A, E, R>, done: (a:
     while (true) {
       const result = yield* self
       if (done(result) || Date.now() > deadline) return result
-      yield* realSleep(5)
+      yield* sleep(5)
     }
   })
 
-interface Reply {
-  readonly status: number
-  readonly headers: Headers
-  readonly body: unknown
-}
+/** The limiter's clock (µs): each request sets it first. */
+let now = T0
 
 class Api extends Context.Service<Api, {
   /** GET with this key at the limiter time `at` (µs). */
-  readonly get: (key: string, at: number, path?: string) => Effect.Effect<Reply>
-}>()("test/rateLimit/Api") {
+  readonly get: (key: string, at: number, path?: string) => Effect.Effect<RawReply>
+}>()("test/api/rateLimit/Api") {
   static readonly layer = Layer.effect(
     Api,
     Effect.gen(function*() {
+      const server = yield* TestServer
       const pg = yield* PgClient.PgClient
-      let now = T0
-      const options = { ...defaultOptions, clock: Option.some(Effect.sync(() => now)) }
-      const { handler, dispose } = HttpRouter.toWebHandler(
-        AppRoutes.pipe(
-          Layer.provide(Layer.succeed(RateLimitOptions, options)),
-          Layer.provide(Layer.merge(Layer.succeed(PgClient.PgClient, pg), Layer.succeed(SqlClient.SqlClient, pg))),
-          Layer.provide(HttpServer.layerServices)
-        ),
-        { disableLogger: true }
-      )
-      yield* Effect.addFinalizer(() => Effect.promise(() => dispose()))
       const get = (key: string, at: number, path = STUDENTS) =>
-        Effect.promise(async () => {
+        Effect.suspend(() => {
           now = at
-          const response = await handler(
-            new Request(`http://localhost${path}`, { headers: { authorization: `Bearer ${key}` } })
-          )
-          const text = await response.text()
-          return { status: response.status, headers: response.headers, body: text === "" ? undefined : JSON.parse(text) }
-        })
+          return server.raw.get(path, key)
+        }).pipe(Effect.orDie)
       // The invalidation listener connects in the background once the routes
       // are built: wait for its LISTEN, so local blocks (and their
       // invalidation) are part of every test here.
-      yield* Effect.promise(() => handler(new Request("http://localhost/health/live")))
+      yield* Effect.orDie(server.raw.get("/health/live"))
       for (let attempt = 0;; attempt++) {
         const [row] = yield* pg<{ n: number }>`
           SELECT count(*)::int AS n FROM pg_stat_activity
           WHERE datname = current_database() AND query ILIKE 'LISTEN%rate_limit_invalidate%'`.pipe(Effect.orDie)
         if ((row?.n ?? 0) > 0) break
         if (attempt === 500) return yield* Effect.die("the rate limit's LISTEN did not start")
-        yield* realSleep(20)
+        yield* sleep(20)
       }
       return Api.of({ get })
     })
   )
 }
 
-const Env = Api.layer.pipe(Layer.provideMerge(TestDatabase.layer))
+const Env = Api.layer.pipe(
+  Layer.provideMerge(TestServer.layer({ rateLimit: { clock: Option.some(Effect.sync(() => now)) } })),
+  Layer.provideMerge(TestDatabase.layer)
+)
 
-const statuses = (replies: ReadonlyArray<Reply>) => {
+const statuses = (replies: ReadonlyArray<RawReply>) => {
   const counts: Record<number, number> = {}
   for (const { status } of replies) counts[status] = (counts[status] ?? 0) + 1
   return counts
@@ -126,19 +107,19 @@ const snapshot = Effect.gen(function*() {
     ORDER BY 1, 2`.pipe(Effect.orDie)
 })
 
-const assertRateLimited = (reply: Reply, retryAfter: number) => {
+const assertRateLimited = (reply: RawReply, retryAfter: number) => {
   assert.strictEqual(reply.status, 429)
   assert.strictEqual(reply.headers.get("retry-after"), String(retryAfter))
-  assert.strictEqual(reply.headers.get("content-type"), "application/json; charset=utf-8")
-  assert.deepStrictEqual(Object.keys(reply.body as object), ["error"])
-  const { error } = reply.body as { error: Record<string, unknown> }
-  assert.strictEqual(error["code"], "rate_limit_exceeded")
-  assert.isString(error["message"])
+  assert.strictEqual(reply.headers.get("content-type"), JSON_CONTENT_TYPE)
+  // Exactly `{ error: { code, message } }`: the strict decode refuses anything more.
+  const error = errorOf(reply)
+  assert.strictEqual(error.code, "rate_limit_exceeded")
+  assert.isString(error.message)
   assert.notProperty(error, "fields")
   for (const [name] of reply.headers) assert.notMatch(name, /^x-ratelimit/i)
 }
 
-layer(Env, { timeout: 120_000 })("rate limit through the API", (it) => {
+layer(Env, { timeout: 120_000, excludeTestServices: true })("rate limit through the API", (it) => {
   it.effect("exactly the budget, then 429 with Retry-After; waiting it is enough; a 429 costs nothing", () =>
     Effect.gen(function*() {
       const api = yield* Api
@@ -223,7 +204,7 @@ layer(Env, { timeout: 120_000 })("rate limit through the API", (it) => {
       // wait is now counted from the 120th newest request (at + 1 s), not
       // from the block computed under `pro` (until at + 60 s).
       yield* sql`UPDATE schools SET plan = 'basic' WHERE id = ${schoolId}`.pipe(Effect.orDie)
-      const retryAfter = (reply: Reply) => reply.headers.get("retry-after")
+      const retryAfter = (reply: RawReply) => reply.headers.get("retry-after")
       assertRateLimited(yield* eventually(1_000, api.get(key, at + 2 * SECOND), (r) => retryAfter(r) === "59"), 59)
       // The same key on `extended` (300): still 600 in the window.
       yield* sql`UPDATE schools SET plan = 'extended' WHERE id = ${schoolId}`.pipe(Effect.orDie)
@@ -254,7 +235,7 @@ layer(Env, { timeout: 120_000 })("rate limit through the API", (it) => {
         for (let i = 0; i < 150; i++) {
           const reply = yield* api.get(credential, at + i)
           assert.strictEqual(reply.status, 401)
-          assert.deepStrictEqual((reply.body as { error: { fields: unknown } }).error.fields, { reason })
+          assert.deepStrictEqual(errorOf(reply).fields, { reason })
         }
       }
       assert.deepStrictEqual(yield* snapshot, before)
@@ -274,12 +255,9 @@ layer(Env, { timeout: 120_000 })("rate limit through the API", (it) => {
       // the blocked key's 429s still come at once.
       const replies = yield* sql.withTransaction(Effect.gen(function*() {
         yield* sql`LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE`
-        return yield* withRealTimeout(
-          5_000,
-          Effect.forEach(Array.from({ length: 500 }, (_, i) => i), (i) => api.get(key, at + SECOND + i), {
-            concurrency: 50
-          })
-        )
+        return yield* Effect.forEach(Array.from({ length: 500 }, (_, i) => i), (i) => api.get(key, at + SECOND + i), {
+          concurrency: 50
+        }).pipe(Effect.timeoutOrElse({ duration: "5 seconds", orElse: () => Effect.die("timed out after 5 s") }))
       })).pipe(Effect.orDie)
       assert.deepStrictEqual(statuses(replies), { 429: 500 })
       // The other key was never affected, and the blocked one is still exact.
@@ -298,7 +276,7 @@ layer(Env, { timeout: 120_000 })("rate limit through the API", (it) => {
       yield* sql`UPDATE api_keys SET revoked_at = now() WHERE prefix = ${prefix}`.pipe(Effect.orDie)
       const reply = yield* eventually(1_000, api.get(key, at + SECOND), (reply) => reply.status === 401)
       assert.strictEqual(reply.status, 401)
-      assert.deepStrictEqual((reply.body as { error: { fields: unknown } }).error.fields, { reason: "revoked_key" })
+      assert.deepStrictEqual(errorOf(reply).fields, { reason: "revoked_key" })
     }))
 
   it.effect("every authenticated request counts, whatever its outcome", () =>
@@ -309,7 +287,7 @@ layer(Env, { timeout: 120_000 })("rate limit through the API", (it) => {
       const outcomes: Record<number, number> = {}
       for (let i = 0; i < 120; i++) {
         // 404 not_found, 422 validation_failed and 200, in turn.
-        const path = ["/api/public/v1/students/999999", "/api/public/v1/students?per_page=500", STUDENTS][i % 3]
+        const path = [`${V1}/students/999999`, `${V1}/students?per_page=500`, STUDENTS][i % 3]
         const reply = yield* api.get(key, at, path)
         outcomes[reply.status] = (outcomes[reply.status] ?? 0) + 1
       }

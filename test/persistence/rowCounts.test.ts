@@ -4,10 +4,11 @@
  * inserts from separate connections, deletes, and a rolled-back insert.
  */
 import { assert, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Fixtures from "../support/Fixtures.ts"
-import { TestApi } from "../support/TestApi.ts"
+import { TestDatabase } from "../support/TestDatabase.ts"
+import { TestServer } from "../support/TestServer.ts"
 
 const counts = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -20,7 +21,7 @@ const counts = Effect.gen(function*() {
     FROM row_counts c ORDER BY c.school_id, c.table_name`
 })
 
-layer(TestApi.layer)("row counts", (it) => {
+layer(TestServer.layer().pipe(Layer.provideMerge(TestDatabase.layer)), { excludeTestServices: true })("row counts", (it) => {
   it.effect("match count(*) through bulk, concurrent, deleted and rolled-back writes, and feed meta.total", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
@@ -48,16 +49,15 @@ layer(TestApi.layer)("row counts", (it) => {
       const students = rows.find((r) => r.school_id === a.schoolId && r.table_name === "students")
       assert.strictEqual(students?.counted, 500 + 20 - 50)
 
-      const key = yield* Fixtures.key(a.schoolId, { scope: "read" })
-      const api = yield* TestApi
-      const list = yield* api.request("/api/public/v1/students?per_page=1&page=3", { key })
-      assert.deepStrictEqual(list.body.meta, { page: 3, per_page: 1, total: 470 })
-      const payments = yield* api.request("/api/public/v1/payments", { key })
-      assert.strictEqual(payments.body.meta.total, 2)
+      const server = yield* TestServer
+      const api = yield* server.client(yield* Fixtures.key(a.schoolId, { scope: "read" }))
+      const list = yield* api.students.list({ query: { per_page: 1, page: 3 } })
+      assert.deepStrictEqual(list.meta, { page: 3, per_page: 1, total: 470 })
+      const payments = yield* api.payments.list({ query: {} })
+      assert.strictEqual(payments.meta.total, 2)
       // A school with no counted rows yet has a total of 0, not an error.
       const empty = yield* Fixtures.school("pro", "Empty")
-      const emptyKey = yield* Fixtures.key(empty.schoolId, { scope: "read" })
-      const none = yield* api.request("/api/public/v1/payments", { key: emptyKey })
-      assert.deepStrictEqual(none.body, { data: [], meta: { page: 1, per_page: 20, total: 0 } })
+      const none = yield* (yield* server.client(yield* Fixtures.key(empty.schoolId, { scope: "read" }))).payments.list({ query: {} })
+      assert.deepStrictEqual(none, { data: [], meta: { page: 1, per_page: 20, total: 0 } })
     }))
 })
