@@ -10,9 +10,17 @@
  *    forwarded), until Ctrl-C / SIGTERM: both are stopped, then the embedded
  *    PostgreSQL, and the exit code is 0 (also when the process that started
  *    us goes away). A child that dies on its own stops everything with a
- *    non-zero exit code.
+ *    non-zero exit code; so does the embedded PostgreSQL we started
+ *    (docs/operators.md "Database away": one line saying so, exit 1, rather
+ *    than an API answering 503 forever or a restart that hides a crash loop).
  */
-import { checkConnection, type Database, DatabaseStartError, describeUrl } from "@school/local-postgres/Database"
+import {
+  checkConnection,
+  type Database,
+  DatabaseExited,
+  DatabaseStartError,
+  describeUrl
+} from "@school/local-postgres/Database"
 import { forService } from "@school/local-postgres/DatabaseProvider"
 import { seedDemo } from "@school/persistence/DemoSeed"
 import { runMigrations } from "@school/persistence/Migrations"
@@ -193,12 +201,16 @@ const program = Effect.gen(function*() {
     LOG_FORMAT: settings.logFormat
   }
   const children = yield* Effect.forEach(CHILDREN, (child) => startChild(child.name, child.script, env, settings.logFormat))
-  const anyExited = Effect.raceAllFirst(children.map(ChildProcesses.failOnExit))
+  const databaseExited = database.exited === undefined
+    ? Effect.never
+    : Effect.flatMap(database.exited, ({ code, signal }) =>
+      Effect.fail(new DatabaseExited({ dataDir: database.dataDir ?? "?", code, signal })))
+  const anyExited = Effect.raceAllFirst([...children.map(ChildProcesses.failOnExit), databaseExited])
 
   // The banner comes once the API answers, after the children's start-up lines.
   yield* Effect.raceFirst(listening(host, settings.port), anyExited)
   yield* Effect.sync(() => process.stdout.write(banner({ baseUrl, localUrl, database, prepared })))
-  // Runs until a signal interrupts it, a child dies, or our parent goes.
+  // Runs until a signal interrupts it, a child or the embedded PostgreSQL dies, or our parent goes.
   yield* Effect.raceFirst(anyExited, parentGone)
 }).pipe(
   Effect.scoped,

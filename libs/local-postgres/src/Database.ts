@@ -23,6 +23,28 @@ export interface Database {
   readonly dataDir?: string | undefined
   /** Why the data directory is not the default one, when it is not. */
   readonly dataDirNote?: string | undefined
+  /**
+   * For an embedded server this process started: completes if the server
+   * ends before the scope that started it closes (killed, crashed), with how
+   * it ended. Absent for a server someone else runs.
+   */
+  readonly exited?: Effect.Effect<{ readonly code: number | null; readonly signal: string | null }> | undefined
+}
+
+/**
+ * The embedded PostgreSQL this process started ended on its own while the
+ * service was running. Its own report: `runMain` prints `error: <message>`.
+ */
+export class DatabaseExited extends Schema.TaggedError<DatabaseExited>()("DatabaseExited", {
+  dataDir: Schema.String,
+  code: Schema.NullOr(Schema.Number),
+  signal: Schema.NullOr(Schema.String)
+}) {
+  override readonly [Runtime.errorReported] = false
+  override get message(): string {
+    const how = this.signal !== null ? `was killed by ${this.signal}` : `exited with code ${this.code ?? "?"}`
+    return `the embedded PostgreSQL (data in ${this.dataDir}) ${how}; stopped the API and the dispatcher`
+  }
 }
 
 /** The given server: nothing to start or stop. */

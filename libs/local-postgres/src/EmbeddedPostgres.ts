@@ -391,6 +391,7 @@ const startServer = (options: {
         orElse: () => Effect.fail(fail(`PostgreSQL did not become ready in 60s:\n${options.tail.text()}`))
       })
     )
+    return server
   })
 
 /**
@@ -426,7 +427,7 @@ export const embedded = (options: EmbeddedOptions): Effect.Effect<Database, Data
     const port = options.port ?? (yield* freePort)
     // A server that does not become ready is stopped at once, not when the caller's scope closes.
     const serverScope = yield* Scope.fork(yield* Scope.Scope)
-    yield* startServer({
+    const server = yield* startServer({
       native,
       user,
       dataDir,
@@ -436,7 +437,7 @@ export const embedded = (options: EmbeddedOptions): Effect.Effect<Database, Data
       maxConnections: options.maxConnections ?? 200,
       tail
     }).pipe(Scope.provide(serverScope), Effect.tapError(() => Scope.close(serverScope, Exit.void)))
-    return database(port)
+    return { ...database(port), exited: server.exited }
   })
 
 /** An embedded PostgreSQL in a fresh temporary directory, removed when the scope closes. */
