@@ -37,7 +37,7 @@ const render = (c: typeof Candidate.Type) => {
 const Formatted = Schema.Struct({ utc: Schema.String })
 const decodeFormatted = Schema.decodeUnknownEffect(Schema.Array(Formatted))
 
-layer(TestDatabase.layer)("accepted instants in PostgreSQL", (it) => {
+layer(TestDatabase.layer, { excludeTestServices: true })("accepted instants in PostgreSQL", (it) => {
   const roundTrip = (text: string) =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient

@@ -43,7 +43,7 @@ const siblingDatabase = Effect.gen(function*() {
   return Context.get(context, SqlClient.SqlClient)
 }).pipe(Effect.orDie)
 
-layer(TestDatabase.layer)("migrations 0200-0203 squashed into 0200_rate_limits", (it) => {
+layer(TestDatabase.layer, { excludeTestServices: true })("migrations 0200-0203 squashed into 0200_rate_limits", (it) => {
   it.effect("build the same schema, and a database migrated with the old set gets nothing re-run", () =>
     Effect.gen(function*() {
       const squashed = yield* dumpSchema

@@ -93,7 +93,7 @@ const replay = Effect.fnUntraced(function*(
   yield* sql`DELETE FROM api_keys WHERE id = ${key.keyId}`.pipe(Effect.orDie)
 })
 
-layer(Env)("RateLimits store", (it) => {
+layer(Env, { excludeTestServices: true })("RateLimits store", (it) => {
   it.effect.prop(
     "the SQL transition: the same decisions, waits and ring as the pure one and the reference model",
     { steps: Sequence(Schema.Struct({ gap: Gap, budget: Budget })) },

@@ -95,7 +95,7 @@ const tenantRuleViolations = Effect.gen(function*() {
   return violations
 })
 
-layer(TestDatabase.layer)("schema", (it) => {
+layer(TestDatabase.layer, { excludeTestServices: true })("schema", (it) => {
   it.effect("every tenant table keys, uniques and links by school_id", () =>
     Effect.gen(function*() {
       assert.deepStrictEqual(yield* tenantRuleViolations, [])

@@ -32,7 +32,7 @@ const schemaFile = Effect.gen(function*() {
   return `${header}\n\n${yield* dumpSchema}`
 })
 
-layer(TestDatabase.layer)("docs/schema.sql", (it) => {
+layer(TestDatabase.layer, { excludeTestServices: true })("docs/schema.sql", (it) => {
   it.effect("is the schema the migrations build", () =>
     Effect.gen(function*() {
       const built = yield* schemaFile

@@ -1,17 +1,19 @@
 /**
  * End to end (issue 2): the real API process (apps/api/src/main.ts) against a
- * real database seeded with the demo school, driven over HTTP with `fetch`,
- * then stopped with SIGTERM, which must exit 0.
+ * real database seeded with the demo school, driven over HTTP with the
+ * contract's client and the raw one, then stopped with SIGTERM, which must
+ * exit 0.
  */
 import { assert, layer } from "@effect/vitest"
+import { Errors, Ids } from "@school/domain"
 import { freePort } from "@school/runtime/Ports"
 import { seedDemo } from "@school/persistence/DemoSeed"
 import { Effect } from "effect"
+import { errorOf, failsWith, JSON_CONTENT_TYPE, rawClient, typedClient, V1 } from "../support/Clients.ts"
 import { startApi } from "../support/Processes.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
 
-
-layer(TestDatabase.layer)("the real API process", (it) => {
+layer(TestDatabase.layer, { excludeTestServices: true })("the real API process", (it) => {
   it.effect("serves the demo school over HTTP and exits 0 on SIGTERM", () =>
     Effect.gen(function*() {
       const database = yield* TestDatabase
@@ -20,36 +22,37 @@ layer(TestDatabase.layer)("the real API process", (it) => {
       const base = `http://127.0.0.1:${port}`
       const exitCode = yield* Effect.scoped(Effect.gen(function*() {
         const api = yield* startApi(database.url, port)
-        const call = (path: string, key?: string) =>
-          Effect.promise(async () => {
-            const res = await fetch(`${base}${path}`, key === undefined ? {} : { headers: { authorization: `Bearer ${key}` } })
-            return { status: res.status, type: res.headers.get("content-type"), body: await res.json() as any }
-          })
+        const raw = rawClient(base)
+        const reader = yield* typedClient(base, { key: demo.keys.read })
 
-        const students = yield* call("/api/public/v1/students?per_page=2", demo.keys.read)
-        assert.strictEqual(students.status, 200)
-        assert.strictEqual(students.type, "application/json; charset=utf-8")
-        assert.strictEqual(students.body.data.length, 2)
-        assert.isAtLeast(students.body.meta.total, 200)
+        const wire = yield* raw.get(`${V1}/students?per_page=2`, demo.keys.read)
+        assert.strictEqual(wire.status, 200)
+        assert.strictEqual(wire.headers.get("content-type"), JSON_CONTENT_TYPE)
+        const students = yield* reader.students.list({ query: { per_page: 2 } })
+        assert.strictEqual(students.data.length, 2)
+        assert.isAtLeast(students.meta.total, 200)
 
-        const card = yield* call(`/api/public/v1/students/${students.body.data[0].id}`, demo.keys.read)
-        assert.strictEqual(card.status, 200)
-        assert.isArray(card.body.data.active_groups)
+        const card = yield* reader.students.get({ params: { id: Ids.StudentId.make(students.data[0]!.id) } })
+        assert.isArray(card.data.active_groups)
 
-        const groups = yield* call("/api/public/v1/groups?per_page=100", demo.keys.write)
-        assert.isAtLeast(groups.body.data.length, 6)
+        const writer = yield* typedClient(base, { key: demo.keys.write })
+        const groups = yield* writer.groups.list({ query: { per_page: 100 } })
+        assert.isAtLeast(groups.data.length, 6)
 
-        const noKey = yield* call("/api/public/v1/students")
-        assert.deepStrictEqual([noKey.status, noKey.body.error.code, noKey.body.error.fields], [
+        const noKey = yield* raw.get(`${V1}/students`)
+        assert.deepStrictEqual([noKey.status, errorOf(noKey).code, errorOf(noKey).fields], [
           401,
           "unauthorized",
           { reason: "missing_or_malformed_key" }
         ])
-        const unknown = yield* call("/api/public/v1/unknown", demo.keys.read)
-        assert.deepStrictEqual([unknown.status, unknown.body.error.code], [404, "not_found"])
-        const ready = yield* call("/health/ready")
-        assert.deepStrictEqual([ready.status, ready.body], [200, { status: "ready" }])
-        const openapi = yield* call("/api/public/v1/openapi.json")
+        const anonymous = yield* typedClient(base)
+        const unauthorized = yield* anonymous.students.list({ query: {} }).pipe(failsWith(Errors.Unauthorized))
+        assert.deepStrictEqual(unauthorized.fields, { reason: "missing_or_malformed_key" })
+        const unknown = yield* raw.get(`${V1}/unknown`, demo.keys.read)
+        assert.deepStrictEqual([unknown.status, errorOf(unknown).code], [404, "not_found"])
+        const ready = yield* raw.get("/health/ready")
+        assert.deepStrictEqual([ready.status, ready.json], [200, { status: "ready" }])
+        const openapi = yield* raw.get(`${V1}/openapi.json`)
         assert.strictEqual(openapi.status, 200)
 
         api.stop()

@@ -9,19 +9,14 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { fileURLToPath } from "node:url"
 import { freePort } from "@school/runtime/Ports"
+import { rawClient, V1 } from "../support/Clients.ts"
 import * as Fixtures from "../support/Fixtures.ts"
-import { run, startApi } from "../support/Processes.ts"
+import { entryPoints, run, startApi } from "../support/Processes.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
 
-const cliMain = fileURLToPath(new URL("../../apps/cli/src/main.ts", import.meta.url))
-
 const WINDOW_SECONDS = 8
-const STUDENTS = "/api/public/v1/students?per_page=1"
-
-
-const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
+const STUDENTS = `${V1}/students?per_page=1`
 
 interface Reply {
   readonly status: number
@@ -29,11 +24,10 @@ interface Reply {
 }
 
 const get = (base: string, key: string) =>
-  Effect.promise(async (): Promise<Reply> => {
-    const response = await fetch(`${base}${STUDENTS}`, { headers: { authorization: `Bearer ${key}` } })
-    await response.arrayBuffer()
-    return { status: response.status, retryAfter: response.headers.get("retry-after") }
-  })
+  rawClient(base).get(STUDENTS, key).pipe(
+    Effect.map((reply): Reply => ({ status: reply.status, retryAfter: reply.headers.get("retry-after") })),
+    Effect.orDie
+  )
 
 /** `count` requests of one key, alternating between the processes, 16 at a time. */
 const spread = (bases: ReadonlyArray<string>, key: string, count: number) =>
@@ -43,7 +37,7 @@ const spread = (bases: ReadonlyArray<string>, key: string, count: number) =>
 
 const accepted = (replies: ReadonlyArray<Reply>) => replies.filter((reply) => reply.status === 200).length
 
-layer(TestDatabase.layer, { timeout: 120_000 })("rate limit shared by two API processes", (it) => {
+layer(TestDatabase.layer, { timeout: 120_000, excludeTestServices: true })("rate limit shared by two API processes", (it) => {
   it.effect("one budget per key across processes; Retry-After holds in both; set-plan applies in both", () =>
     Effect.gen(function*() {
       const database = yield* TestDatabase
@@ -68,7 +62,7 @@ layer(TestDatabase.layer, { timeout: 120_000 })("rate limit shared by two API pr
         const retryAfter = Number(rejected.retryAfter)
         assert.isTrue(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= WINDOW_SECONDS, `${retryAfter}`)
         assert.strictEqual((yield* get(a, key)).status, 429)
-        yield* realSleep(retryAfter * 1000)
+        yield* Effect.sleep(`${retryAfter} seconds`)
         assert.strictEqual((yield* get(a, key)).status, 200)
 
         // A key blocked in both processes; the operator raises the school's plan.
@@ -78,7 +72,7 @@ layer(TestDatabase.layer, { timeout: 120_000 })("rate limit shared by two API pr
         assert.strictEqual(accepted(yield* spread(bases, second, 130)), 120)
         assert.strictEqual((yield* get(a, second)).status, 429)
         assert.strictEqual((yield* get(b, second)).status, 429)
-        const setPlan = yield* run(cliMain, ["schools", "set-plan", "--school", String(upgraded), "--plan", "pro"], {
+        const setPlan = yield* run(entryPoints.cli, ["schools", "set-plan", "--school", String(upgraded), "--plan", "pro"], {
           DATABASE_URL: database.url
         })
         assert.strictEqual(setPlan.code, 0, setPlan.stderr)

@@ -22,6 +22,7 @@ import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import { rawClient, V1 } from "../support/Clients.ts"
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url))
 const SKIPPED = new Set(["node_modules", ".git", ".data", Path.join("bench", "results", "logs")])
@@ -132,12 +133,8 @@ describe("npm start from a fresh clone in a mktemp -d directory", () => {
       assert.isTrue(yield* Effect.promise(() => Fs.access(Path.join(dataDir, "PG_VERSION")).then(() => true, () => false)))
 
       // The printed key works against the API it started.
-      const response = yield* Effect.promise(() =>
-        fetch(`http://127.0.0.1:${port}/api/public/v1/students?per_page=2`, {
-          headers: { authorization: `Bearer ${field(stdout, "Read key")}` }
-        }).then(async (answer) => ({ status: answer.status, body: await answer.text() }))
-      )
-      assert.strictEqual(response.status, 200, response.body)
+      const response = yield* rawClient(`http://127.0.0.1:${port}`).get(`${V1}/students?per_page=2`, field(stdout, "Read key"))
+      assert.strictEqual(response.status, 200, response.text)
 
       // The printed DATABASE_URL reaches the migrated, seeded database.
       const databaseUrl = field(stdout, "DATABASE_URL")

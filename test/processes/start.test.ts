@@ -7,6 +7,7 @@ import { assert, layer } from "@effect/vitest"
 import { freePort } from "@school/runtime/Ports"
 import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
+import { rawClient, V1 } from "../support/Clients.ts"
 import { entryPoints, runUntil } from "../support/Processes.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
 
@@ -26,12 +27,9 @@ layer(TestDatabase.layer, { excludeTestServices: true })("npm start", (it) => {
         "Ctrl-C stops everything",
         "SIGTERM",
         (output) =>
-          Effect.promise(async () => {
-            const response = await fetch(`http://127.0.0.1:${port}/api/public/v1/students?per_page=2`, {
-              headers: { authorization: `Bearer ${field(output, "Read key")}` }
-            })
-            return { status: response.status, body: await response.text() }
-          })
+          rawClient(`http://127.0.0.1:${port}`).get(`${V1}/students?per_page=2`, field(output, "Read key")).pipe(
+            Effect.orDie
+          )
       )
       assert.isTrue(result.becameReady, result.stderr)
       assert.strictEqual(result.code, 0, result.stderr)
@@ -48,7 +46,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("npm start", (it) => {
 
       // The printed key works against the API it started.
       const answer = Option.getOrThrow(result.result)
-      assert.strictEqual(answer.status, 200, answer.body)
+      assert.strictEqual(answer.status, 200, answer.text)
 
       // Both children logged their start and their stop.
       assert.include(result.stderr, "dispatcher ready")
