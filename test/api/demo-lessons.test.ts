@@ -1,6 +1,6 @@
 /**
  * POST /demo-lessons against a real database over a real socket (issue 4;
- * spec 1, 4.2, 7; DECISIONS "Writes"): a booking for a student or a lead,
+ * spec 1, 4.2, 7; docs/decisions.md "Writes"): a booking for a student or a lead,
  * no webhook event, no place taken, and every error with status, code and
  * fields.
  */
@@ -76,7 +76,7 @@ const bookTyped = (payload: DemoLessons.CreateDemoLessonRequest) =>
 const MICROS_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
 
 layer(Env, { excludeTestServices: true })("POST /demo-lessons", (it) => {
-  describe("success (DECISIONS: 201 {data: {id, user_id, lead_id, group_id, starts_at, comment, status, created_at}})", () => {
+  describe("success (docs/decisions.md \"Writes\": 201 {data: {id, user_id, lead_id, group_id, starts_at, comment, status, created_at}})", () => {
     it.effect("for a student: starts_at in UTC with microseconds, comment trimmed, scheduled; no event, no place taken", () =>
       Effect.gen(function*() {
         const world = yield* World

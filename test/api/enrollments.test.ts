@@ -1,6 +1,6 @@
 /**
  * POST /students/{id}/groups against a real database over a real socket
- * (issue 4; spec 4.2, 6.3, 7.2; DECISIONS "Writes"): the enrollment, its
+ * (issue 4; spec 4.2, 6.3, 7.2; docs/decisions.md "Writes"): the enrollment, its
  * group.enrolled outbox row, the place it takes, the student's card and
  * last-modified time, and every error with status, code and fields.
  */
@@ -46,7 +46,7 @@ const Env = World.layer.pipe(Layer.provideMerge(TestServer.layer()), Layer.provi
 let n = 0
 const freshKey = () => `enroll-${++n}-${Math.random()}`
 
-/** POST /students/{id}/groups as bytes: any path id, any body. */
+/** POST /students/{id}/groups as bytes: whatever path id and body the test gives. */
 const enroll = (studentId: number | string, body: unknown) =>
   Effect.gen(function*() {
     const server = yield* TestServer

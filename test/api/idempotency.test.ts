@@ -1,6 +1,6 @@
 /**
  * Idempotency of the write endpoints against a real database over a real
- * socket (issue 4; spec 4.1, 4.3 rules 1-2, 7.2, 8; DECISIONS "Idempotency"):
+ * socket (issue 4; spec 4.1, 4.3 rules 1-2, 7.2, 8; docs/decisions.md "Idempotency"):
  * the header's absence and format, byte-identical replays, the scope
  * (school, key, method + path) shared by every key of a school, 24-hour
  * expiry, the wait and 409 while a first attempt runs (a real blocked
@@ -221,7 +221,7 @@ layer(Env, { excludeTestServices: true })("idempotency", (it) => {
       }))
   })
 
-  describe("scope: (school, key, method + path), 24 hours (spec 8; DECISIONS)", () => {
+  describe("scope: (school, key, method + path), 24 hours (spec 8; docs/decisions.md \"Idempotency\")", () => {
     it.effect("the same key on /students/5/groups and /students/6/groups is two operations", () =>
       Effect.gen(function*() {
         const world = yield* World
@@ -309,7 +309,7 @@ layer(Env, { excludeTestServices: true })("idempotency", (it) => {
       }))
   })
 
-  describe("a first attempt still running (spec 4.3 rule 2; DECISIONS IDEMPOTENCY_WAIT, 60 s)", () => {
+  describe("a first attempt still running (spec 4.3 rule 2; IDEMPOTENCY_WAIT, 60 s: docs/decisions.md \"Idempotency\")", () => {
     it.effect("a repeat waits IDEMPOTENCY_WAIT, then 409 idempotency_in_progress without fields; the first then completes and replays", () =>
       Effect.gen(function*() {
         const world = yield* World
@@ -443,7 +443,7 @@ layer(Env, { excludeTestServices: true })("idempotency", (it) => {
       }))
   })
 
-  describe("a failed attempt (5xx) is not stored (DECISIONS)", () => {
+  describe("a failed attempt (5xx) is not stored (docs/decisions.md \"Idempotency\")", () => {
     it.effect("the operation, its event and the record commit together: a failure at the last step leaves none; a retry runs", () =>
       Effect.gen(function*() {
         const world = yield* World
@@ -476,7 +476,7 @@ layer(Env, { excludeTestServices: true })("idempotency", (it) => {
       }))
   })
 
-  describe("purge (DECISIONS: records older than 24 hours are purged)", () => {
+  describe("purge (docs/decisions.md \"Idempotency\": records older than 24 hours are purged)", () => {
     const Row = Schema.Struct({ key: Schema.String })
     it.effect("the store deletes records older than 24 hours and keeps the rest", () =>
       Effect.gen(function*() {

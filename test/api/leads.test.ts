@@ -1,6 +1,6 @@
 /**
  * POST /leads against a real database over a real socket (issue 4; spec 2.2,
- * 3, 4.2, 4.3 rule 5, 7; DECISIONS "Writes", "Requests and responses"):
+ * 3, 4.2, 4.3 rule 5, 7; docs/decisions.md "Writes", "Requests and responses"):
  * every rule of the lead, its lead.created outbox row, every error with its
  * status, code and fields, the body edge cases of the envelope (413, 415,
  * invalid JSON, non-object), and a property test holding the SQL status
@@ -70,7 +70,7 @@ let keys = 0
 /** A fresh Idempotency-Key per call. */
 const freshKey = () => `lead-test-${++keys}-${Math.random().toString(36).slice(2)}`
 
-/** POST /leads as bytes: any body, any headers, a fresh Idempotency-Key. */
+/** POST /leads as bytes: whatever body and headers the test gives, a fresh Idempotency-Key. */
 const postLead = (body: unknown, key?: string, options: { readonly headers?: Record<string, string> } = {}) =>
   Effect.gen(function*() {
     const server = yield* TestServer
@@ -291,7 +291,7 @@ layer(Env, { excludeTestServices: true })("POST /leads", (it) => {
       }))
   })
 
-  describe("the body itself (DECISIONS: 413, 415, 422 without fields)", () => {
+  describe("the body itself (413, 415, 422 without fields: docs/decisions.md \"Requests and responses\")", () => {
     it.effect("invalid JSON: 422 validation_failed without fields", () =>
       Effect.gen(function*() {
         const error = expectError(yield* postLead("{\"phone\": \"12345\""), 422, "validation_failed")
@@ -341,7 +341,7 @@ layer(Env, { excludeTestServices: true })("POST /leads", (it) => {
       }))
   })
 
-  describe("authentication and scope come first (spec 5.1, DECISIONS order of checks)", () => {
+  describe("authentication and scope come first (spec 5.1; the order of checks: docs/decisions.md \"Authentication and scopes\")", () => {
     it.effect("no key: 401; a read key: 403 insufficient_scope, even without an Idempotency-Key; nothing written", () =>
       Effect.gen(function*() {
         const world = yield* World

@@ -86,7 +86,7 @@ const get = (path: string, key?: string) => Effect.flatMap(TestServer, (server) 
 /** The contract's client with this key. */
 const client = (key: string) => Effect.flatMap(TestServer, (server) => server.client(key))
 
-/** An error reply (status, JSON content type, code, message), with exactly these `fields` (`true`: any value), or none. */
+/** An error reply (status, JSON content type, code, message), with exactly these `fields` (`true`: whatever value), or none. */
 const assertError = (reply: RawReply, status: number, code: string, fields?: Record<string, unknown>) => {
   const error = expectError(reply, status, code)
   if (fields === undefined) {

@@ -6,9 +6,8 @@
  * enough; times that go backwards never let more than the budget through.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Duration, Effect, Option, Schema } from "effect"
+import { Schema } from "effect"
 import { RateLimit } from "@school/domain"
-import { load } from "@school/runtime/Settings"
 import { Budget, Gap, type Outcome, reference, Sequence, SEQUENCE_MAX, timesFrom, WINDOW } from "../support/RateLimitModel.ts"
 
 const runs = { arbitrary: { runs: 500, size: SEQUENCE_MAX } }
@@ -134,27 +133,4 @@ describe("RateLimit (pure transition)", () => {
     assert.strictEqual(RateLimit.take(state, 102 * s, 6, 60 * s)._tag, "Rejected")
     assert.strictEqual(RateLimit.take(state, 102 * s, 7, 60 * s)._tag, "Accepted")
   })
-})
-
-describe("RATE_LIMIT_WINDOW", () => {
-  const window = (env: Record<string, string>) =>
-    load.pipe(
-      Effect.map((settings) => Option.map(settings.rateLimitWindow, Duration.toMillis)),
-      Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env }))
-    )
-
-  it.effect("defaults to the specification's 60 s; a duration shortens it; off turns it off", () =>
-    Effect.gen(function*() {
-      assert.deepStrictEqual(yield* window({}), Option.some(60_000))
-      assert.deepStrictEqual(yield* window({ RATE_LIMIT_WINDOW: "5s" }), Option.some(5_000))
-      assert.deepStrictEqual(yield* window({ RATE_LIMIT_WINDOW: "250ms" }), Option.some(250))
-      assert.deepStrictEqual(yield* window({ RATE_LIMIT_WINDOW: "off" }), Option.none())
-    }))
-
-  it.effect.each(["0s", "soon", "-1s"])("%s is refused, naming the setting", (value) =>
-    Effect.gen(function*() {
-      const error = yield* Effect.flip(window({ RATE_LIMIT_WINDOW: value }))
-      assert.strictEqual(error.setting, "RATE_LIMIT_WINDOW")
-      assert.match(error.message, /^invalid setting RATE_LIMIT_WINDOW: expected a positive duration/)
-    }))
 })

@@ -13,7 +13,7 @@ const SmallPage = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 2_000
 const DayNumber = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 47_480 }))
 const toDate = (day: number) => new Date(day * 86_400_000).toISOString().slice(0, 10)
 
-describe("pagination (spec 4.1, DECISIONS Lists)", () => {
+describe("pagination (spec 4.1, docs/decisions.md \"Lists\")", () => {
   it.prop("pages partition the list: every item on exactly one page, none past the end", [Total, Pagination.PerPage], ([total, perPage]) => {
     const pages = Math.ceil(total / perPage)
     let seen = 0

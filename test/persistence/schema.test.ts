@@ -1,5 +1,5 @@
 /**
- * The schema's tenant rule (ARCHITECTURE "libs/persistence"): every tenant
+ * The schema's tenant rule (docs/development.md "libs/persistence"): every tenant
  * table has `school_id` in its primary key, in every unique constraint or
  * unique index, and in every foreign key to another tenant table, so the
  * database itself refuses a link across schools. Read from the catalog, so a

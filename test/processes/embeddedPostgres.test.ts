@@ -104,14 +104,21 @@ describe("embedded PostgreSQL", () => {
       const parent = yield* tempParent
       const dataDir = Path.join(parent, "pg")
       const printed = yield* Deferred.make<string>()
+      // Kept for a failure message rather than printed.
+      const stderr: Array<string> = []
       const starter = yield* ChildProcesses.spawn({
         name: "embedded server starter",
         command: process.execPath,
         args: [fileURLToPath(new URL("../support/embeddedServer.ts", import.meta.url)), dataDir],
         stdout: { lines: (line) => Deferred.doneUnsafe(printed, Exit.succeed(line)) },
-        stderr: "inherit"
+        stderr: { lines: (line) => void stderr.push(line) }
       })
-      const url = yield* Deferred.await(printed).pipe(Effect.timeout("60 seconds"))
+      const url = yield* Deferred.await(printed).pipe(
+        Effect.timeoutOrElse({
+          duration: "60 seconds",
+          orElse: () => Effect.die(new Error(`the starter printed no URL; its stderr:\n${stderr.join("\n")}`))
+        })
+      )
       assert.isTrue(yield* accepts(url))
       starter.process.kill("SIGKILL")
       yield* starter.exited

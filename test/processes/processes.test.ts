@@ -87,6 +87,26 @@ describe("settings", () => {
     }))
 })
 
+describe("RATE_LIMIT_WINDOW", () => {
+  const window = (env: Record<string, string>) =>
+    loadFrom(env).pipe(Effect.map((settings) => Option.map(settings.rateLimitWindow, Duration.toMillis)))
+
+  it.effect("defaults to the specification's 60 s; a duration shortens it; off turns it off", () =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual(yield* window({}), Option.some(60_000))
+      assert.deepStrictEqual(yield* window({ RATE_LIMIT_WINDOW: "5s" }), Option.some(5_000))
+      assert.deepStrictEqual(yield* window({ RATE_LIMIT_WINDOW: "250ms" }), Option.some(250))
+      assert.deepStrictEqual(yield* window({ RATE_LIMIT_WINDOW: "off" }), Option.none())
+    }))
+
+  it.effect.each(["0s", "soon", "-1s"])("%s is refused, naming the setting", (value) =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(window({ RATE_LIMIT_WINDOW: value }))
+      assert.strictEqual(error.setting, "RATE_LIMIT_WINDOW")
+      assert.match(error.message, /^invalid setting RATE_LIMIT_WINDOW: expected a positive duration/)
+    }))
+})
+
 describe("a malformed setting stops the process at start", () => {
   it.live.each([
     ["cli", entryPoints.cli, ["demo", "seed", "--json"], { PORT: "abc" }, "PORT"],

@@ -161,7 +161,7 @@ export const rawClient = (baseUrl: string): RawClient => {
 
 const strict = { onExcessProperty: "error" } as const
 
-/** The error envelope (spec 7.1), as any error reply carries it. */
+/** The error envelope (spec 7.1), as every error reply carries it. */
 export const ErrorReply = Schema.Struct({
   error: Schema.Struct({
     code: Schema.String,

@@ -1,6 +1,6 @@
 /**
- * The reference model of the per-key limiter (spec 8, DECISIONS "Rate
- * limits"), written the obvious way: the list of every accepted timestamp.
+ * The reference model of the per-key limiter (spec 8, docs/decisions.md
+ * "Rate limits"), written the obvious way: the list of every accepted timestamp.
  * A request at `at` is accepted when fewer than `budget` accepted timestamps
  * lie in `(at - window, at]`; otherwise the wait is the time until the
  * `budget`-th newest of them leaves the window. Times must not decrease.
