@@ -199,15 +199,7 @@ layer(Env, { excludeTestServices: true })("hardening: input (issue 9)", (it) => 
 
   describe("a body no operation can read is not stored under its key", () => {
     const send = (key: string, idempotencyKey: string, body: Uint8Array, headers: Record<string, string>) =>
-      Effect.flatMap(TestServer, (server) =>
-        Effect.promise(async () => {
-          const response = await fetch(`${server.baseUrl}${V1}/leads`, {
-            method: "POST",
-            headers: { authorization: `Bearer ${key}`, "idempotency-key": idempotencyKey, ...headers },
-            body
-          })
-          return { status: response.status, headers: response.headers, text: await response.text() }
-        }))
+      Effect.flatMap(TestServer, (server) => server.raw.post(`${V1}/leads`, { key, idempotencyKey, body, headers }))
 
     const ErrorCode = Schema.Struct({ error: Schema.Struct({ code: Schema.String }) })
     const json = new TextEncoder().encode(JSON.stringify({ phone: "12345", name: "Zoë" }))

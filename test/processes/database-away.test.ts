@@ -20,14 +20,10 @@ import * as Fs from "node:fs/promises"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import * as Fixtures from "../support/Fixtures.ts"
+import { rawClient } from "../support/Clients.ts"
 import { startApi } from "../support/Processes.ts"
 
-const get = (url: string, key: string) =>
-  Effect.promise(async () => {
-    const response = await fetch(url, { headers: { authorization: `Bearer ${key}` } })
-    const text = await response.text()
-    return { status: response.status, headers: response.headers, text }
-  })
+const get = (url: string, key: string) => rawClient("").get(url, key)
 
 /** Polls `url` until it answers `status` (or `deadline` ms pass); the last answer. */
 const until = (url: string, key: string, status: number, deadline: number) =>
@@ -100,13 +96,11 @@ describe("the database away", () => {
         error: { code: "service_unavailable", message: "The database is unavailable. Try again later." }
       })
       // A write, too (no idempotency claim can be taken).
-      const write = yield* Effect.promise(() =>
-        fetch(`http://127.0.0.1:${apiPort}/api/public/v1/leads`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "idempotency-key": "away-1" },
-          body: JSON.stringify({ fio: "A", phone: "+7 900 000-00-00" })
-        }).then(async (response) => ({ status: response.status, text: await response.text() }))
-      )
+      const write = yield* rawClient(`http://127.0.0.1:${apiPort}`).post("/api/public/v1/leads", {
+        key,
+        idempotencyKey: "away-1",
+        body: { fio: "A", phone: "+7 900 000-00-00" }
+      })
       assert.strictEqual(write.status, 503, write.text)
 
       yield* startDatabase

@@ -87,7 +87,7 @@ export interface RawRequest {
   readonly key?: string
   /** Sent as `Idempotency-Key`; omitted, no header. */
   readonly idempotencyKey?: string
-  /** A string is sent as is; any other value as its JSON. */
+  /** A string or bytes are sent as they are; any other value as its JSON. */
   readonly body?: unknown
   /** Sent last, so they override the above (e.g. another content-type). */
   readonly headers?: Readonly<Record<string, string>>
@@ -129,7 +129,7 @@ export const rawClient = (baseUrl: string): RawClient => {
     Object.assign(headers, options.headers)
     const body = options.body === undefined
       ? undefined
-      : typeof options.body === "string"
+      : typeof options.body === "string" || options.body instanceof Uint8Array
       ? options.body
       : JSON.stringify(options.body)
     return Effect.tryPromise({

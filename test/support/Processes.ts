@@ -26,6 +26,8 @@ export interface Finished {
 const settingNames = [
   "DATABASE_URL",
   "DATA_DIR",
+  "DATABASE_STATEMENT_TIMEOUT",
+  "DATABASE_ACQUIRE_TIMEOUT",
   "PORT",
   "HOST",
   "LOG_LEVEL",

@@ -12,16 +12,16 @@ import { freePort } from "@school/runtime/Ports"
 import { load } from "@school/runtime/Settings"
 import { ConfigProvider, Deferred, Duration, Effect, Fiber } from "effect"
 import { SqlClient } from "effect/sql"
+import { rawClient } from "../support/Clients.ts"
 import * as Fixtures from "../support/Fixtures.ts"
 import { startApi } from "../support/Processes.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
 
 const timed = (url: string, key: string) =>
-  Effect.promise(async () => {
+  Effect.gen(function*() {
     const started = performance.now()
-    const response = await fetch(url, { headers: { authorization: `Bearer ${key}` } })
-    const text = await response.text()
-    return { status: response.status, retryAfter: response.headers.get("retry-after"), text, ms: performance.now() - started }
+    const reply = yield* rawClient("").get(url, key)
+    return { status: reply.status, retryAfter: reply.headers.get("retry-after"), text: reply.text, ms: performance.now() - started }
   })
 
 const loadFrom = (env: Record<string, string>) =>
