@@ -23,6 +23,7 @@ import {
 } from "@school/local-postgres/Database"
 import { forService } from "@school/local-postgres/DatabaseProvider"
 import { seedDemo } from "@school/persistence/DemoSeed"
+import { anySchool } from "@school/persistence/Schools"
 import { runMigrations } from "@school/persistence/Migrations"
 import * as Sql from "@school/persistence/Sql"
 import * as ChildProcesses from "@school/runtime/ChildProcesses"
@@ -30,7 +31,6 @@ import { isVerbose, type LogFormat } from "@school/runtime/Logging"
 import { runMain } from "@school/runtime/Main"
 import { Settings } from "@school/runtime/Settings"
 import { Effect, Option, Schedule } from "effect"
-import { SqlClient } from "effect/sql"
 import * as Net from "node:net"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -54,11 +54,9 @@ interface Prepared {
 
 const prepare = (url: string) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
     yield* checkConnection(url)
     yield* Effect.orDie(runMigrations)
-    const [row] = yield* sql<{ empty: boolean }>`SELECT NOT EXISTS (SELECT 1 FROM schools) AS empty`.pipe(Effect.orDie)
-    if (row?.empty !== true) return { demo: Option.none() } satisfies Prepared
+    if (yield* anySchool) return { demo: Option.none() } satisfies Prepared
     yield* Effect.logInfo("empty database: seeding the demo school")
     const demo = yield* seedDemo()
     return { demo: Option.some(demo) } satisfies Prepared

@@ -102,6 +102,15 @@ export const createSchool = Effect.fn("Schools.createSchool")(
   }
 )
 
+const decodeAny = Schema.decodeUnknownEffect(Schema.Struct({ any: Schema.Boolean }))
+
+/** Whether the database holds any school yet (`npm start` seeds the demo school into an empty one). */
+export const anySchool: Effect.Effect<boolean, never, SqlClient.SqlClient> = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql`SELECT EXISTS (SELECT 1 FROM schools) AS any`
+  return (yield* decodeAny(rows[0])).any
+}).pipe(Effect.orDie)
+
 /** Sets (or, with `null`, clears) a school's plan. */
 export const setPlan = Effect.fn("Schools.setPlan")(
   function*(schoolId: Ids.SchoolId, plan: Plan | null): Effect.fn.Return<void, SchoolNotFound, SqlClient.SqlClient> {
