@@ -6,6 +6,7 @@
  */
 import { Effect, Runtime, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import { howItEnded } from "@school/runtime/ChildProcesses"
 
 /** The database could not be started or reached. Its own report: `runMain` prints `error: <message>`, no stack. */
 export class DatabaseStartError extends Schema.TaggedError<DatabaseStartError>()("DatabaseStartError", {
@@ -42,8 +43,7 @@ export class DatabaseExited extends Schema.TaggedError<DatabaseExited>()("Databa
 }) {
   override readonly [Runtime.errorReported] = false
   override get message(): string {
-    const how = this.signal !== null ? `was killed by ${this.signal}` : `exited with code ${this.code ?? "?"}`
-    return `the embedded PostgreSQL (data in ${this.dataDir}) ${how}; stopped the API and the dispatcher`
+    return `the embedded PostgreSQL (data in ${this.dataDir}) ${howItEnded(this.code, this.signal)}; stopped the API and the dispatcher`
   }
 }
 

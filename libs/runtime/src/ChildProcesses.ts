@@ -99,6 +99,10 @@ export class SpawnError extends Schema.TaggedError<SpawnError>()("SpawnError", {
   }
 }
 
+/** How a process ended, for a one-line report: "exited with code 1", "was killed by SIGKILL". */
+export const howItEnded = (code: number | null, signal: string | null): string =>
+  signal !== null ? `was killed by ${signal}` : `exited with code ${code ?? "?"}`
+
 /** A child that must keep running ended. */
 export class ChildExited extends Schema.TaggedError<ChildExited>()("ChildExited", {
   name: Schema.String,
@@ -108,8 +112,7 @@ export class ChildExited extends Schema.TaggedError<ChildExited>()("ChildExited"
   /** Its own report (`Reported.ts`). */
   override readonly [Runtime.errorReported] = false
   override get message(): string {
-    const how = this.signal !== null ? `was killed by ${this.signal}` : `exited with code ${this.code ?? "?"}`
-    return `the ${this.name} process ${how}`
+    return `the ${this.name} process ${howItEnded(this.code, this.signal)}`
   }
 }
 
