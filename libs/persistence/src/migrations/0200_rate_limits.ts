@@ -5,7 +5,8 @@
  * every API process decides on the same state in the same statement that
  * authenticates the key (`RateLimits.ts`). One migration for what was
  * written as 0200-0203 on one day and never released; a database migrated
- * with those four has exactly this schema (`test/persistence/migrationSquash.test.ts`).
+ * with those four has exactly this schema (docs/decisions.md "The read side
+ * (issue 2)", on migration numbers).
  *
  * - `rate_limits`: one small row per key: `size` (the ring's length, the
  *   budget at its last acceptance), `head` (its oldest slot, 0-based, like
