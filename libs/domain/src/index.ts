@@ -1,4 +1,5 @@
 export * as ApiKey from "./ApiKey.ts"
+export * as AuthFailures from "./AuthFailures.ts"
 export * as DemoLessons from "./DemoLessons.ts"
 export * as Enrollments from "./Enrollments.ts"
 export * as Errors from "./Errors.ts"
