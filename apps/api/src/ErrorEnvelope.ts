@@ -5,6 +5,9 @@
  * `Allow`), oversized bodies (413), non-JSON bodies (415), a database that
  * is away or over its bounds (503 service_unavailable with `Retry-After`),
  * and any unexpected failure (500 internal_error: logged here, never sent).
+ * First of all, a request HTTP/1.1 refuses (no Host, a Transfer-Encoding
+ * other than chunked: apps/api/src/ParserErrors.ts) is 400 bad_request and
+ * reaches no route.
  * Every JSON response carries `charset=utf-8`.
  */
 import { Cause, Effect, Exit, Predicate } from "effect"
@@ -14,6 +17,7 @@ import { HttpApi } from "effect/http-api"
 import type { HttpApiGroup } from "effect/http-api"
 import { Errors } from "@school/domain"
 import { errorResponse, JSON_CONTENT_TYPE } from "./ErrorResponse.ts"
+import { refusedRequest } from "./ParserErrors.ts"
 
 const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const
 
@@ -143,6 +147,8 @@ export const ErrorEnvelope = (allowedMethods: (path: string) => ReadonlyArray<st
   })
   return HttpRouter.middleware((httpEffect) =>
     Effect.gen(function*() {
+      const refused = refusedRequest(yield* HttpServerRequest.HttpServerRequest)
+      if (refused !== undefined) return HttpServerResponse.setHeader(errorResponse(refused), "connection", "close")
       const exit = yield* Effect.exit(httpEffect)
       if (Exit.isSuccess(exit)) {
         const response = exit.value

@@ -2,10 +2,13 @@
  * Where an error becomes a response outside HttpApi's codec: the same
  * envelope, status and headers the contract declares (each row of the error
  * table encodes itself), as one response. Used for what never reaches a
- * typed endpoint (unknown routes, 405, 413, 415, 500) and for the 4xx an
- * idempotent write stores; HttpApi encodes the rest with the same schemas.
+ * typed endpoint (unknown routes, 405, 413, 415, 500), for the 4xx an
+ * idempotent write stores, and, written straight to the socket, for what
+ * Node's HTTP parser refuses before there is a request (400, 408, 413, 431);
+ * HttpApi encodes the rest with the same schemas.
  */
 import { HttpServerResponse } from "effect/http"
+import { STATUS_CODES } from "node:http"
 import type { Errors } from "@school/domain"
 
 /** Every JSON response carries the charset (docs/decisions.md "Requests and responses"). */
@@ -14,4 +17,25 @@ export const JSON_CONTENT_TYPE = "application/json; charset=utf-8"
 export const errorResponse = (error: Errors.PublicError): HttpServerResponse.HttpServerResponse => {
   const { status, headers, body } = error.encode()
   return HttpServerResponse.jsonUnsafe(body, { status, headers, contentType: JSON_CONTENT_TYPE })
+}
+
+/**
+ * The same response as a whole HTTP/1.1 message, for a socket that has no
+ * request to answer (Node's `clientError`): the envelope, its content type
+ * and length, and `Connection: close`, since the connection cannot be read
+ * any further.
+ */
+export const errorMessage = (error: Errors.PublicError): Uint8Array => {
+  const { status, headers, body } = error.encode()
+  const bytes = new TextEncoder().encode(JSON.stringify(body))
+  const lines = [
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Error"}`,
+    `Content-Type: ${JSON_CONTENT_TYPE}`,
+    `Content-Length: ${bytes.length}`,
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+    "Connection: close",
+    "",
+    ""
+  ]
+  return new Uint8Array([...new TextEncoder().encode(lines.join("\r\n")), ...bytes])
 }

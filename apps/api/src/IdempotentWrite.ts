@@ -6,10 +6,11 @@
  *    malformed is 422 validation_failed; nothing runs.
  * 2. The body is read (413 here stores nothing) before the key is claimed,
  *    so a slow upload holds neither a claim nor a database connection. A
- *    body no operation can read is answered here and stores nothing either,
- *    since nothing ran (docs/decisions.md "Idempotency"): a `Content-Encoding`
- *    other than identity (415, with `Accept-Encoding: identity`), a charset
- *    other than UTF-8 (415), bytes that are not UTF-8 (422 validation_failed).
+ *    body no operation can read (`RequestBody.readableBody`: a
+ *    `Content-Encoding`, a missing or non-JSON Content-Type, a charset other
+ *    than UTF-8: 415; bytes that are not UTF-8: 422 validation_failed) is
+ *    answered here and stores nothing either, since nothing ran
+ *    (docs/decisions.md "Idempotency").
  * 3. The (school, key, operation) is claimed, the operation being the
  *    method and the MATCHED ROUTE with its parameters (`Idempotency.operationOf`),
  *    never the path as sent; or its stored response is
@@ -29,11 +30,11 @@
 import { Cause, Data, Effect, Exit, Layer, Result } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
-import { isUtf8 } from "node:buffer"
 import { Errors, Idempotency } from "@school/domain"
 import { CurrentKey, IdempotentWrite } from "@school/domain/api/Middleware"
 import { IdempotencyStore, type KeyScope, type StoredResponse } from "@school/persistence/IdempotencyStore"
 import { errorResponse, JSON_CONTENT_TYPE } from "./ErrorResponse.ts"
+import { readableBody } from "./RequestBody.ts"
 
 export const REPLAYED_HEADER = "idempotent-replayed"
 
@@ -60,52 +61,6 @@ const inProgress = () =>
   new Errors.IdempotencyInProgress({
     message: "A request with this Idempotency-Key is still being processed. Repeat it a little later."
   })
-
-/** The charset parameter of a Content-Type, lower-cased and unquoted; undefined without one. */
-const charsetOf = (contentType: string | undefined): string | undefined => {
-  if (contentType === undefined) return undefined
-  for (const parameter of contentType.split(";").slice(1)) {
-    const [name, ...value] = parameter.split("=")
-    if (name?.trim().toLowerCase() === "charset") return value.join("=").trim().replace(/^"(.*)"$/, "$1").toLowerCase()
-  }
-  return undefined
-}
-
-/** Whether a charset label means UTF-8 (its WHATWG aliases included: `utf8`, `unicode-1-1-utf-8`…). */
-const isUtf8Label = (label: string): boolean => {
-  try {
-    return new TextDecoder(label).encoding === "utf-8"
-  } catch {
-    return false
-  }
-}
-
-/**
- * The answer to a body no operation can read, or undefined when the body is
- * readable: it is given before the key is claimed, so it is never stored.
- */
-const unreadableBody = (
-  headers: Readonly<Record<string, string | undefined>>,
-  body: ArrayBuffer
-): HttpServerResponse.HttpServerResponse | Errors.ValidationFailed | undefined => {
-  const encoding = headers["content-encoding"]?.trim().toLowerCase()
-  if (encoding !== undefined && encoding !== "" && encoding !== "identity") {
-    return HttpServerResponse.setHeader(
-      errorResponse(new Errors.UnsupportedMediaType({
-        message: "Content-Encoding is not supported: send the body uncompressed, as application/json in UTF-8."
-      })),
-      "accept-encoding",
-      "identity"
-    )
-  }
-  const charset = charsetOf(headers["content-type"])
-  if (charset !== undefined && !isUtf8Label(charset)) {
-    return errorResponse(new Errors.UnsupportedMediaType({ message: "Send the body as application/json in UTF-8." }))
-  }
-  return isUtf8(new Uint8Array(body))
-    ? undefined
-    : new Errors.ValidationFailed({ message: "The request body is not valid UTF-8." })
-}
 
 export const IdempotentWriteLive = Layer.effect(
   IdempotentWrite,
@@ -150,8 +105,7 @@ export const IdempotentWriteLive = Layer.effect(
         const { schoolId } = yield* CurrentKey
         const key = Idempotency.validateKey(request.headers["idempotency-key"])
         if (Result.isFailure(key)) return yield* key.failure
-        const unreadable = unreadableBody(request.headers, yield* Effect.orDie(request.arrayBuffer))
-        if (unreadable instanceof Errors.ValidationFailed) return yield* unreadable
+        const unreadable = yield* readableBody
         if (unreadable !== undefined) return unreadable
         const scope: KeyScope = {
           schoolId,

@@ -7,7 +7,7 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { ByteSize, type Duration, Layer } from "effect"
 import { type FindMyWay, HttpIncomingMessage, HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
-import { createServer } from "node:http"
+import { createServer, type Server } from "node:http"
 import { BASE_PATH, PublicApi } from "@school/domain/api/PublicApi"
 import { Catalog } from "@school/persistence/Catalog"
 import { DemoLessons } from "@school/persistence/DemoLessons"
@@ -27,6 +27,7 @@ import { LeadsHandlersNoDeps } from "./http/Leads.ts"
 import { PaymentsHandlersNoDeps } from "./http/Payments.ts"
 import { StudentsHandlersNoDeps } from "./http/Students.ts"
 import { IdempotentWriteLive } from "./IdempotentWrite.ts"
+import { onClientError } from "./ParserErrors.ts"
 import { RateLimitOptions } from "./RateLimiter.ts"
 import { RequestValidationLive } from "./RequestValidation.ts"
 import { RequireWriteScopeLive } from "./RequireWriteScope.ts"
@@ -120,10 +121,21 @@ export interface ServerOptions {
   readonly acquireTimeout?: Duration.Duration
 }
 
+/**
+ * The Node HTTP server the API listens with: what its parser refuses is
+ * answered in the envelope (`clientError`), and Node's own Host check, which
+ * answers with an empty body, gives way to the app's (apps/api/src/ParserErrors.ts).
+ */
+export const createApiServer = (): Server => {
+  const server = createServer({ requireHostHeader: false })
+  server.on("clientError", onClientError)
+  return server
+}
+
 /** The whole HTTP server, listening, with its database pool and the idempotency purge job. */
 export const ServerLayer = (options: ServerOptions) =>
   Layer.merge(HttpRouter.serve(AppRoutes), IdempotencyPurge).pipe(
-    Layer.provide(NodeHttpServer.layer(createServer, { port: options.port, host: options.host })),
+    Layer.provide(NodeHttpServer.layer(createApiServer, { port: options.port, host: options.host })),
     Layer.provide(
       options.rateLimitWindow === undefined
         ? Layer.empty

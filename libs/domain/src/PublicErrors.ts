@@ -48,6 +48,16 @@ export const PayloadTooLarge = row("PayloadTooLarge", 413, "payload_too_large")
 export type PayloadTooLarge = InstanceType<typeof PayloadTooLarge>
 export const UnsupportedMediaType = row("UnsupportedMediaType", 415, "unsupported_media_type")
 export type UnsupportedMediaType = InstanceType<typeof UnsupportedMediaType>
+// docs/decisions.md "Requests and responses": what the HTTP parser refuses
+// before any route runs (a request line, header or framing it cannot read,
+// a request without Host, a Transfer-Encoding other than chunked; headers
+// and URL over Node's 16 KiB; a request not received in time).
+export const BadRequest = row("BadRequest", 400, "bad_request")
+export type BadRequest = InstanceType<typeof BadRequest>
+export const RequestTimeout = row("RequestTimeout", 408, "request_timeout")
+export type RequestTimeout = InstanceType<typeof RequestTimeout>
+export const RequestHeaderFieldsTooLarge = row("RequestHeaderFieldsTooLarge", 431, "request_header_fields_too_large")
+export type RequestHeaderFieldsTooLarge = InstanceType<typeof RequestHeaderFieldsTooLarge>
 export const InternalError = row("InternalError", 500, "internal_error")
 export type InternalError = InstanceType<typeof InternalError>
 // docs/decisions.md "Requests and responses": the database is away or over

@@ -51,7 +51,10 @@ export class RequireWriteScope extends HttpApiMiddleware.Service<RequireWriteSco
  * the Idempotency-Key header is required (422 missing_idempotency_key) and
  * well formed (422 validation_failed); a repeat replays the stored response
  * or, while the first is still running, waits and then answers 409
- * idempotency_in_progress.
+ * idempotency_in_progress. Before the key is claimed, the body is read and
+ * checked (docs/decisions.md "Requests and responses"): 413
+ * payload_too_large, 415 unsupported_media_type (not JSON in UTF-8,
+ * compressed), 422 validation_failed (bytes that are not UTF-8).
  */
 export class IdempotentWrite extends HttpApiMiddleware.Service<IdempotentWrite, {
   requires: CurrentKey
@@ -59,7 +62,9 @@ export class IdempotentWrite extends HttpApiMiddleware.Service<IdempotentWrite, 
   error: [
     Errors.MissingIdempotencyKey.envelope,
     Errors.ValidationFailed.envelope,
-    Errors.IdempotencyInProgress.envelope
+    Errors.IdempotencyInProgress.envelope,
+    Errors.PayloadTooLarge.envelope,
+    Errors.UnsupportedMediaType.envelope
   ]
 }) {}
 
