@@ -8,10 +8,19 @@
  * secret's hash, revoked before expired (401), and the limit's verdict (429
  * with `Retry-After`, no `X-RateLimit-*` headers). Both answers are the
  * contract's typed errors.
+ *
+ * Before the round trip, the guard against failed authentications per client
+ * address (`AuthFailureGuard.ts`, docs/decisions.md "Rate limits") may answer
+ * instead: the same 401 for a credential this client just failed with, or
+ * 429 for a client that has spent its failures; after it, the guard learns
+ * what the database said.
  */
 import { Effect, Layer, Option, Redacted } from "effect"
+import { HttpServerRequest } from "effect/http"
 import { ApiKey, Errors, RateLimit } from "@school/domain"
 import { Authentication, CurrentKey } from "@school/domain/api/Middleware"
+import type { Admission } from "@school/persistence/RateLimits"
+import { AuthFailureGuard, type FailureReason } from "./AuthFailureGuard.ts"
 import { RateLimiter } from "./RateLimiter.ts"
 
 /** 429 rate_limit_exceeded, `Retry-After` in whole seconds (spec 8). */
@@ -23,10 +32,35 @@ const rateLimitExceeded = (waitMicros: number) => {
   })
 }
 
+/**
+ * 429 rate_limit_exceeded for a client address that has spent its failed
+ * authentications (docs/decisions.md "Rate limits"), `Retry-After` in whole seconds.
+ */
+const tooManyFailures = (waitMicros: number) => {
+  const retryAfter = RateLimit.retryAfterSeconds(waitMicros)
+  return new Errors.RateLimitExceeded({
+    message: `Too many failed authentications from this address. Retry after ${retryAfter} second${
+      retryAfter === 1 ? "" : "s"
+    }.`,
+    headers: { "retry-after": retryAfter }
+  })
+}
+
+/** Why the key found (or not) for a credential does not authenticate; None when it does (spec 5.1). */
+const failureOf = (found: Option.Option<Admission>, secret: string): Option.Option<FailureReason> => {
+  if (Option.isNone(found)) return Option.some("unknown_key")
+  const { key } = found.value
+  if (!ApiKey.secretMatches(secret, key.secret_hash)) return Option.some("unknown_key")
+  if (key.revoked) return Option.some("revoked_key")
+  if (key.expired) return Option.some("expired_key")
+  return Option.none()
+}
+
 export const AuthenticationLive = Layer.effect(
   Authentication,
   Effect.gen(function*() {
     const limiter = yield* RateLimiter
+    const guard = yield* AuthFailureGuard
     return Authentication.of({
       bearer: Effect.fnUntraced(function*(httpEffect, { credential }) {
         const parsed = ApiKey.parseApiKey(Redacted.value(credential))
@@ -36,16 +70,15 @@ export const AuthenticationLive = Layer.effect(
         const { prefix, secret } = parsed.value
         const blocked = yield* limiter.blocked(prefix, secret)
         if (Option.isSome(blocked)) return yield* rateLimitExceeded(blocked.value)
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const verdict = yield* guard.check(request.remoteAddress, prefix, secret)
+        if (verdict._tag === "Repeat") return yield* Errors.unauthorized(verdict.reason)
+        if (verdict._tag === "Blocked") return yield* tooManyFailures(verdict.wait)
         const found = yield* limiter.admit(prefix, secret)
-        if (Option.isNone(found)) {
-          return yield* Errors.unauthorized("unknown_key")
-        }
-        const { key, outcome } = found.value
-        if (!ApiKey.secretMatches(secret, key.secret_hash)) {
-          return yield* Errors.unauthorized("unknown_key")
-        }
-        if (key.revoked) return yield* Errors.unauthorized("revoked_key")
-        if (key.expired) return yield* Errors.unauthorized("expired_key")
+        const failure = failureOf(found, secret)
+        yield* guard.settle(verdict, failure)
+        if (Option.isSome(failure)) return yield* Errors.unauthorized(failure.value)
+        const { key, outcome } = Option.getOrThrow(found)
         if (outcome._tag === "Rejected") return yield* rateLimitExceeded(outcome.wait)
         return yield* Effect.provideService(httpEffect, CurrentKey, {
           keyId: key.id,
@@ -56,4 +89,4 @@ export const AuthenticationLive = Layer.effect(
       })
     })
   })
-).pipe(Layer.provide(RateLimiter.layer))
+).pipe(Layer.provide([RateLimiter.layer, AuthFailureGuard.layer]))
