@@ -51,17 +51,27 @@ const responseStarted = (socket: Duplex): boolean => {
 }
 
 /**
+ * How long a refused connection is kept open after the answer, still read
+ * and discarded: closing a socket with unread bytes sends a reset, which can
+ * make the client drop the answer before it reads it.
+ */
+const CLOSE_GRACE_MS = 1_000
+
+/**
  * The server's `clientError` listener: like Node's default, but the answer
  * is the envelope. Nothing is written when the peer is gone or a response
- * has started; the connection is closed either way.
+ * has started. The parser reports every later chunk of a refused
+ * connection again: the first answer stands.
  */
 export const onClientError = (error: Error, socket: Duplex): void => {
+  if (socket.writableEnded) return
   const code = codeOf(error)
   if (code === "ECONNRESET" || !socket.writable || responseStarted(socket)) {
     socket.destroy()
     return
   }
-  socket.end(errorMessage(parserError(code)), () => socket.destroy())
+  socket.end(errorMessage(parserError(code)))
+  setTimeout(() => socket.destroy(), CLOSE_GRACE_MS).unref()
 }
 
 /** Whether the request is HTTP/1.1 or later over HTTP/1 (where Host is required). */
