@@ -6,7 +6,7 @@
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { ByteSize, type Duration, Layer } from "effect"
 import { type FindMyWay, HttpIncomingMessage, HttpRouter } from "effect/http"
-import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { HttpApi, HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { createServer, type Server } from "node:http"
 import { BASE_PATH, PublicApi } from "@school/domain/api/PublicApi"
 import { Catalog } from "@school/persistence/Catalog"
@@ -16,6 +16,7 @@ import { IdempotencyConfig, IdempotencyPurge } from "@school/persistence/Idempot
 import { Leads } from "@school/persistence/Leads"
 import { Payments } from "@school/persistence/Payments"
 import * as Sql from "@school/persistence/Sql"
+import * as AccessLog from "@school/runtime/AccessLog"
 import { Students } from "@school/persistence/Students"
 import { AuthenticationLive } from "./Authentication.ts"
 import { ErrorEnvelope, routeTable } from "./ErrorEnvelope.ts"
@@ -78,6 +79,24 @@ const allowedMethods = routeTable(PublicApi, [
   ["GET", DOCS_PATH]
 ], ROUTER_CONFIG)
 
+/** Every route of the API process as written, for the access log's route templates. */
+const routeList = (): ReadonlyArray<readonly [method: string, path: string]> => {
+  const routes: Array<readonly [string, string]> = [...HEALTH_ROUTES, ["GET", OPENAPI_PATH], ["GET", DOCS_PATH]]
+  HttpApi.reflect(PublicApi, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint }) => {
+      routes.push([endpoint.method, endpoint.path])
+    }
+  })
+  return routes
+}
+
+/**
+ * The access log (docs/operators.md "Settings"): one line per request with
+ * the route's template, never the path or query as sent, which may hold a key.
+ */
+export const accessLog = AccessLog.middleware(AccessLog.routeTemplates(routeList(), ROUTER_CONFIG))
+
 /**
  * Every route of the API process, without the repositories (and the
  * SqlClient) its handlers need: what a variant that answers one list from
@@ -134,7 +153,7 @@ export const createApiServer = (): Server => {
 
 /** The whole HTTP server, listening, with its database pool and the idempotency purge job. */
 export const ServerLayer = (options: ServerOptions) =>
-  Layer.merge(HttpRouter.serve(AppRoutes), IdempotencyPurge).pipe(
+  Layer.merge(HttpRouter.serve(AppRoutes, { disableLogger: true, middleware: accessLog }), IdempotencyPurge).pipe(
     Layer.provide(NodeHttpServer.layer(createApiServer, { port: options.port, host: options.host })),
     Layer.provide(
       options.rateLimitWindow === undefined

@@ -1,0 +1,59 @@
+/**
+ * The one-line access log of an HTTP process (docs/operators.md "Settings":
+ * LOG_LEVEL and LOG_FORMAT): method, the matched route's template, status
+ * and duration, at Info. Never the path or the query as sent: a client may
+ * put an API key in either (`/students/svc_…`, `?key=svc_…`), and a log line
+ * is read by more people than the key is meant for. A request that matches
+ * no route is logged as `(no route)`.
+ *
+ * It replaces `HttpRouter.serve`'s own logger (`disableLogger: true`), which
+ * writes the raw path as `http.url`. Give it as `serve`'s `middleware`, so
+ * the status is the one sent, after every rewrite of the response.
+ */
+import { Effect, Exit } from "effect"
+import { FindMyWay, HttpServerError, HttpServerRequest, type HttpServerResponse } from "effect/http"
+
+/** What an unmatched request is logged as. */
+export const NO_ROUTE = "(no route)"
+
+const isPathInput = (path: string): path is FindMyWay.PathInput => path.startsWith("/") || path === "*"
+
+/**
+ * The template of the route a request matches, from the same routes and
+ * router configuration as the server's own router (HEAD falls back to GET,
+ * as the router does). One `find` per request.
+ */
+export const routeTemplates = (
+  routes: Iterable<readonly [method: string, path: string]>,
+  config: Partial<FindMyWay.RouterConfig> = {}
+): (method: string, url: string) => string => {
+  const router = FindMyWay.make<string>(config)
+  for (const [method, path] of routes) {
+    if (isPathInput(path)) router.on(method, path, path)
+  }
+  return (method, url) =>
+    router.find(method, url)?.handler ?? (method === "HEAD" ? router.find("GET", url)?.handler : undefined) ?? NO_ROUTE
+}
+
+/** `serve`'s middleware: runs the request, then logs one line about it. */
+export const middleware = (templateOf: (method: string, url: string) => string) =>
+<E, R>(
+  httpApp: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    const started = performance.now()
+    return Effect.onExit(httpApp, (exit) => {
+      const route = templateOf(request.method, request.url)
+      // A failure that reaches here has no response of ours: the server answers it (500, or 499 for a client gone).
+      const status = Exit.isSuccess(exit) ? exit.value.status : HttpServerError.causeResponseStripped(exit.cause)[0].status
+      const durationMs = Math.round((performance.now() - started) * 100) / 100
+      return Effect.logInfo(`${request.method} ${route} ${status} ${durationMs}ms`).pipe(
+        Effect.annotateLogs({
+          "http.method": request.method,
+          "http.route": route,
+          "http.status": status,
+          "http.duration_ms": durationMs
+        })
+      )
+    })
+  })
