@@ -4,6 +4,7 @@
  * (bench/README.md "Adding a scenario").
  */
 import type { Scenario } from "../lib/Scenario.ts"
+import { authFailureFlood } from "./auth-failure-flood.ts"
 import { middleware } from "./middleware.ts"
 import { rateLimitCost, rateLimitFlood } from "./rate-limit.ts"
 import { scale } from "./scale.ts"
@@ -18,5 +19,6 @@ export const scenarios: ReadonlyArray<Scenario> = [
   scale,
   rateLimitCost,
   rateLimitFlood,
+  authFailureFlood,
   leadWrites
 ]
