@@ -16,8 +16,7 @@
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Effect, Layer, Option } from "effect"
 import { HttpRouter } from "effect/http"
-import { createServer } from "node:http"
-import { AppRoutesNoDeps, Repositories } from "@school/api/Server"
+import { AppRoutesNoDeps, createApiServer, Repositories } from "@school/api/Server"
 import * as Ids from "@school/domain/Ids"
 import { runMain } from "@school/runtime/Main"
 import { InvalidSetting, Settings } from "@school/runtime/Settings"
@@ -43,7 +42,7 @@ const program = Effect.gen(function*() {
     return yield* new InvalidSetting({ setting: "DATABASE_URL", expected: "a postgres:// URL", got: "" })
   }
   return yield* Layer.launch(HttpRouter.serve(AppRoutes).pipe(
-    Layer.provide(NodeHttpServer.layer(createServer, { port: settings.port, host: settings.host })),
+    Layer.provide(NodeHttpServer.layer(createApiServer, { port: settings.port, host: settings.host })),
     Layer.provide(Sql.layer({ url: settings.databaseUrl.value, applicationName: "school-api" }))
   ))
 }).pipe(Effect.provide(Settings.layerWithLogging))

@@ -9,47 +9,33 @@
  * requests around the limits always get an envelope or a success, never
  * silence or a hang.
  *
- * The server here is TestServer's composition (the real routes, this file's
- * database) on the API's own Node server, `createApiServer`, since the
- * parser's answers belong to the Node server, not to the routes.
+ * The server is TestServer, which listens on the API's own Node server
+ * (`createApiServer`): the parser's answers belong to the Node server, not
+ * to the routes.
  */
-import { NodeHttpServer } from "@effect/platform-node"
 import { assert, describe, layer } from "@effect/vitest"
-import { AppRoutes, createApiServer } from "@school/api/Server"
-import * as Sql from "@school/persistence/Sql"
 import { Context, Data, Effect, Layer, Schema } from "effect"
-import { HttpRouter, HttpServer } from "effect/http"
 import { connect } from "node:net"
 import { ErrorReply, JSON_CONTENT_TYPE, V1 } from "../support/Clients.ts"
 import * as Fixtures from "../support/Fixtures.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
+import { TestServer } from "../support/TestServer.ts"
 
 class ApiPort extends Context.Service<ApiPort, { readonly port: number; readonly key: string }>()("test/api/http-parser/ApiPort") {
   static readonly layer = Layer.effect(
     ApiPort,
     Effect.gen(function*() {
-      const server = yield* HttpServer.HttpServer
+      const server = yield* TestServer
       const school = yield* Fixtures.school("pro", "Parser")
       return ApiPort.of({
-        port: Number(new URL(HttpServer.formatAddress(server.address)).port),
+        port: Number(new URL(server.baseUrl).port),
         key: yield* Fixtures.key(school.schoolId, { scope: "write" })
       })
     })
-  ).pipe(
-    Layer.provide(
-      HttpRouter.serve(AppRoutes, { disableLogger: true, disableListenLog: true }).pipe(
-        Layer.provideMerge(NodeHttpServer.layer(createApiServer, { port: 0, host: "127.0.0.1" }))
-      )
-    ),
-    Layer.provideMerge(Layer.unwrap(Effect.gen(function*() {
-      const database = yield* TestDatabase
-      return Sql.layer({ url: database.url, maxConnections: 4, applicationName: "test-parser" })
-    }))),
-    Layer.orDie
   )
 }
 
-const Env = ApiPort.layer.pipe(Layer.provideMerge(TestDatabase.layer))
+const Env = ApiPort.layer.pipe(Layer.provideMerge(TestServer.layer()), Layer.provideMerge(TestDatabase.layer))
 
 interface Reply {
   readonly status: number

@@ -24,12 +24,11 @@
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import { defaultOptions, RateLimitOptions } from "@school/api/RateLimiter"
-import { AppRoutes } from "@school/api/Server"
+import { AppRoutes, createApiServer } from "@school/api/Server"
 import { IdempotencyConfig } from "@school/persistence/IdempotencyStore"
 import * as Sql from "@school/persistence/Sql"
 import { Context, Duration, Effect, Layer, Logger } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
-import { createServer } from "node:http"
 import { type PublicClient, type RawClient, rawClient, typedClient, type TypedClientOptions } from "./Clients.ts"
 import { type LogEntry, makeLogGate } from "./Logs.ts"
 import { TestDatabase } from "./TestDatabase.ts"
@@ -71,7 +70,7 @@ export class TestServer extends Context.Service<TestServer, {
     ).pipe(
       Layer.provide(
         HttpRouter.serve(AppRoutes, { disableLogger: true, disableListenLog: true }).pipe(
-          Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
+          Layer.provideMerge(NodeHttpServer.layer(createApiServer, { port: 0, host: "127.0.0.1" }))
         )
       ),
       Layer.provide(Layer.succeed(RateLimitOptions, { ...defaultOptions, ...options.rateLimit })),
