@@ -2,25 +2,24 @@
  * The subject of the "full middleware, no database route" scenario: the API
  * process exactly as apps/api/src/Server.ts and main.ts compose it (settings
  * and logging, envelope, request validation, authentication and rate limit,
- * the per-request logger, every route), except that the students handlers are
+ * the access log, every route), except that the students handlers are
  * given a `Students` service answering GET /students from a page read once at
  * start. What is left per request is our middleware; its authentication and
  * rate limit still make their round trip, as they do in the API.
  *
- * The composition is Server.ts's own `AppRoutesNoDeps`, given this `Students`
- * before the rest of its `Repositories`: the handlers are the API's own.
+ * The composition is Server.ts's own `ServerLayerNoDeps` (routes, access log,
+ * the API's Node server, the purge job) with the API's settings and pool,
+ * given this `Students` before the rest of its `Repositories`: the handlers
+ * and the middleware are the API's own.
  *
  * Env: as the API (DATABASE_URL, PORT, HOST, LOG_LEVEL) and BENCH_SCHOOL_ID,
  * the school whose first page is served.
  */
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Effect, Layer, Option } from "effect"
-import { HttpRouter } from "effect/http"
-import { AppRoutesNoDeps, createApiServer, Repositories } from "@school/api/Server"
+import { ApiSqlLayer, Repositories, ServerLayerNoDeps, serverOptions } from "@school/api/Server"
 import * as Ids from "@school/domain/Ids"
 import { runMain } from "@school/runtime/Main"
 import { InvalidSetting, Settings } from "@school/runtime/Settings"
-import * as Sql from "@school/persistence/Sql"
 import { Students } from "@school/persistence/Students"
 
 /** The real repository for everything but the list, which is read once. */
@@ -34,16 +33,16 @@ const StudentsFromMemory = Layer.effect(
   })
 ).pipe(Layer.provide(Students.layer))
 
-const AppRoutes = AppRoutesNoDeps.pipe(Layer.provide(StudentsFromMemory), Layer.provide(Repositories))
-
 const program = Effect.gen(function*() {
   const settings = yield* Settings
   if (Option.isNone(settings.databaseUrl)) {
     return yield* new InvalidSetting({ setting: "DATABASE_URL", expected: "a postgres:// URL", got: "" })
   }
-  return yield* Layer.launch(HttpRouter.serve(AppRoutes).pipe(
-    Layer.provide(NodeHttpServer.layer(createApiServer, { port: settings.port, host: settings.host })),
-    Layer.provide(Sql.layer({ url: settings.databaseUrl.value, applicationName: "school-api" }))
+  const options = serverOptions(settings, settings.databaseUrl.value)
+  return yield* Layer.launch(ServerLayerNoDeps(options).pipe(
+    Layer.provide(StudentsFromMemory),
+    Layer.provide(Repositories),
+    Layer.provide(ApiSqlLayer(options))
   ))
 }).pipe(Effect.provide(Settings.layerWithLogging))
 

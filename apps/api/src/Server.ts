@@ -17,6 +17,7 @@ import { Leads } from "@school/persistence/Leads"
 import { Payments } from "@school/persistence/Payments"
 import * as Sql from "@school/persistence/Sql"
 import * as AccessLog from "@school/runtime/AccessLog"
+import type { SettingsShape } from "@school/runtime/Settings"
 import { Students } from "@school/persistence/Students"
 import { AuthenticationLive } from "./Authentication.ts"
 import { ErrorEnvelope, routeTable } from "./ErrorEnvelope.ts"
@@ -151,9 +152,24 @@ export const createApiServer = (): Server => {
   return server
 }
 
-/** The whole HTTP server, listening, with its database pool and the idempotency purge job. */
-export const ServerLayer = (options: ServerOptions) =>
-  Layer.merge(HttpRouter.serve(AppRoutes, { disableLogger: true, middleware: accessLog }), IdempotencyPurge).pipe(
+/** The server's options as the settings give them (docs/operators.md "Settings"). */
+export const serverOptions = (settings: SettingsShape, databaseUrl: string): ServerOptions => ({
+  databaseUrl,
+  port: settings.port,
+  host: settings.host,
+  rateLimitWindow: settings.rateLimitWindow,
+  idempotencyWait: settings.idempotencyWait,
+  statementTimeout: settings.databaseStatementTimeout,
+  acquireTimeout: settings.databaseAcquireTimeout
+})
+
+/**
+ * The HTTP server, listening, with the access log and the idempotency purge
+ * job; needs the repositories (`Repositories`) and the pool. The benchmark's
+ * full-middleware server provides a different Students repository here.
+ */
+export const ServerLayerNoDeps = (options: Omit<ServerOptions, "databaseUrl" | "maxConnections" | "statementTimeout" | "acquireTimeout">) =>
+  Layer.merge(HttpRouter.serve(AppRoutesNoDeps, { disableLogger: true, middleware: accessLog }), IdempotencyPurge).pipe(
     Layer.provide(NodeHttpServer.layer(createApiServer, { port: options.port, host: options.host })),
     Layer.provide(
       options.rateLimitWindow === undefined
@@ -164,12 +180,19 @@ export const ServerLayer = (options: ServerOptions) =>
       options.idempotencyWait === undefined
         ? Layer.empty
         : Layer.succeed(IdempotencyConfig, { ...IdempotencyConfig.defaultValue(), wait: options.idempotencyWait })
-    ),
-    Layer.provide(Sql.layer({
-      url: options.databaseUrl,
-      applicationName: "school-api",
-      statementTimeout: options.statementTimeout,
-      acquireTimeout: options.acquireTimeout,
-      ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections })
-    }))
+    )
   )
+
+/** The API's pool, with its bounds (docs/operators.md "Settings"). */
+export const ApiSqlLayer = (options: ServerOptions) =>
+  Sql.layer({
+    url: options.databaseUrl,
+    applicationName: "school-api",
+    statementTimeout: options.statementTimeout,
+    acquireTimeout: options.acquireTimeout,
+    ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections })
+  })
+
+/** The whole HTTP server, listening, with its repositories, its database pool and the idempotency purge job. */
+export const ServerLayer = (options: ServerOptions) =>
+  ServerLayerNoDeps(options).pipe(Layer.provide(Repositories), Layer.provide(ApiSqlLayer(options)))

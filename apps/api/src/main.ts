@@ -10,7 +10,7 @@ import { HttpServerError } from "effect/http"
 import { runMain } from "@school/runtime/Main"
 import { AlreadyLogged } from "@school/runtime/Reported"
 import { InvalidSetting, Settings } from "@school/runtime/Settings"
-import { ServerLayer } from "./Server.ts"
+import { ServerLayer, serverOptions } from "./Server.ts"
 
 /** Why the server could not listen, from the system's error code. */
 const listenProblem = (error: HttpServerError.ServeError): string => {
@@ -38,15 +38,7 @@ const program = Effect.gen(function*() {
     })
   }
   const address = `${settings.host.includes(":") ? `[${settings.host}]` : settings.host}:${settings.port}`
-  yield* Layer.build(ServerLayer({
-    databaseUrl: settings.databaseUrl.value,
-    port: settings.port,
-    host: settings.host,
-    rateLimitWindow: settings.rateLimitWindow,
-    idempotencyWait: settings.idempotencyWait,
-    statementTimeout: settings.databaseStatementTimeout,
-    acquireTimeout: settings.databaseAcquireTimeout
-  })).pipe(
+  yield* Layer.build(ServerLayer(serverOptions(settings, settings.databaseUrl.value)  )).pipe(
     Effect.catchTag("ServeError", (error) => {
       const message = `cannot listen on ${address}: ${listenProblem(error)}`
       return Effect.andThen(Effect.logError(message), Effect.fail(new AlreadyLogged({ message })))
