@@ -1,5 +1,5 @@
 -- The schema as the migrations in libs/persistence/src/migrations build it:
--- 0001_core, 0100_writes, 0200_rate_limits, 0300_row_counts.
+-- 0001_core, 0100_writes, 0200_rate_limits, 0300_row_counts, 0400_idempotency_owner.
 -- Written by test/persistence/schemaFile.test.ts from the catalog; do not edit.
 -- After a new migration: UPDATE_SCHEMA=1 npx vitest run test/persistence/schemaFile.test.ts
 
@@ -144,6 +144,7 @@ CREATE TABLE idempotency_keys (
   completed_at timestamp with time zone,
   status_code smallint,
   response_body bytea,
+  owner_lock bigint,
   CONSTRAINT idempotency_keys_pkey PRIMARY KEY (school_id, key, operation),
   CONSTRAINT idempotency_keys_check CHECK ((((completed_at IS NULL) = (status_code IS NULL)) AND ((completed_at IS NULL) = (response_body IS NULL)))),
   CONSTRAINT idempotency_keys_school_id_fkey FOREIGN KEY (school_id) REFERENCES schools(id)

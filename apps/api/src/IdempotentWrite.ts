@@ -29,10 +29,9 @@
  */
 import { Cause, Data, Effect, Exit, Layer, Result } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { SqlClient } from "effect/sql"
 import { Errors, Idempotency } from "@school/domain"
 import { CurrentKey, IdempotentWrite } from "@school/domain/api/Middleware"
-import { IdempotencyStore, type KeyScope, type StoredResponse } from "@school/persistence/IdempotencyStore"
+import { type Attempt, IdempotencyStore, type KeyScope, type StoredResponse } from "@school/persistence/IdempotencyStore"
 import { errorResponse, JSON_CONTENT_TYPE } from "./ErrorResponse.ts"
 import { readableBody } from "./RequestBody.ts"
 
@@ -66,20 +65,15 @@ export const IdempotentWriteLive = Layer.effect(
   IdempotentWrite,
   Effect.gen(function*() {
     const store = yield* IdempotencyStore
-    const sql = yield* SqlClient.SqlClient
 
     /** Runs the operation as the claim's owner and records its outcome. */
-    const run = <E, R>(
-      scope: KeyScope,
-      token: string,
-      httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
-    ) =>
+    const run = <E, R>(attempt: Attempt, httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
       Effect.gen(function*() {
-        const exit = yield* Effect.exit(sql.withTransaction(Effect.gen(function*() {
+        const exit = yield* Effect.exit(attempt.transaction(Effect.gen(function*() {
           const response = yield* httpEffect
           const stored = toStored(response)
           if (stored === undefined) return yield* new NotStored({ response })
-          if (!(yield* store.complete(scope, token, stored))) return yield* new ClaimLost()
+          if (!(yield* attempt.complete(stored))) return yield* new ClaimLost()
           return stored
         })))
         if (Exit.isSuccess(exit)) return respond(exit.value, false)
@@ -89,10 +83,12 @@ export const IdempotentWriteLive = Layer.effect(
         const rejected = Errors.isPublicError(error) ? toStored(errorResponse(error)) : undefined
         if (rejected !== undefined) {
           // The operation's own 4xx (validation_failed, group_full, …): stored like a success.
-          return (yield* store.complete(scope, token, rejected)) ? respond(rejected, false) : yield* inProgress()
+          return (yield* attempt.complete(rejected)) ? respond(rejected, false) : yield* inProgress()
         }
         // Anything else is not the operation's answer: give the key up, so a retry runs again.
-        yield* store.release(scope, token)
+        // (Should the database be away, the release cannot reach it either; the key is still
+        // free at once, because the attempt's session, whose lock marks the claim live, is gone.)
+        yield* attempt.release
         if (error instanceof NotStored) return error.response
         // A defect, a failed BEGIN/COMMIT or an undeclared error: 500 (ErrorEnvelope logs it).
         return yield* Effect.die(failure === undefined ? Cause.squash(exit.cause) : error)
@@ -114,8 +110,9 @@ export const IdempotentWriteLive = Layer.effect(
           // spelling of its value (e.g. an id `007`) is refused by validation (422) under its own spelling.
           operation: Idempotency.operationOf(request.method, route.path, params)
         }
-        // From the claim on, the outcome is recorded even if the client goes away.
-        return yield* Effect.uninterruptible(Effect.gen(function*() {
+        // From the claim on, the outcome is recorded even if the client goes away. The scope
+        // holds the attempt's database connection, whose session is the claim's owner.
+        return yield* Effect.uninterruptible(Effect.scoped(Effect.gen(function*() {
           const acquired = yield* store.acquire(scope)
           switch (acquired._tag) {
             case "Replay":
@@ -123,9 +120,9 @@ export const IdempotentWriteLive = Layer.effect(
             case "InProgress":
               return yield* inProgress()
             case "Claimed":
-              return yield* run(scope, acquired.token, httpEffect)
+              return yield* run(acquired.attempt, httpEffect)
           }
-        }))
+        })))
       })
     )
   })

@@ -80,7 +80,10 @@ export const operationOf = (
   }`
 
 export interface Policy {
-  /** A claim whose first attempt has not finished after this long is taken over (a crashed attempt). */
+  /**
+   * A claim whose first attempt has not finished after this long is taken
+   * over, even while its attempt still runs (or is not known to have ended).
+   */
   readonly staleAfterMs: number
   /** A record older than this is ignored (and purged): the key runs again. */
   readonly retentionMs: number
@@ -88,23 +91,41 @@ export interface Policy {
 
 export const DEFAULT_POLICY: Policy = { staleAfterMs: 60_000, retentionMs: 24 * 60 * 60 * 1000 }
 
+/**
+ * Whether the attempt that claimed a key still runs, as the database knows
+ * it (docs/decisions.md "Idempotency"): the attempt's own database session
+ * holds a lock for as long as the attempt runs.
+ * - `running`: a session holds it;
+ * - `gone`: no session holds it: the session ended (PostgreSQL stopped or
+ *   restarted, the connection was cut, the API process died) and with it
+ *   the attempt's transaction, so nothing of that attempt can still commit;
+ * - `unknown`: the claim names no lock (it was written without one), so
+ *   only its age can tell.
+ */
+export type Owner = "running" | "gone" | "unknown"
+
 /** What a request finds stored for its (school, key, operation). */
 export interface Found {
   readonly completed: boolean
   /** Milliseconds since the record's attempt claimed the key. */
   readonly ageMs: number
+  /** Whether its attempt still runs; only asked of a record that is not completed. Absent: `unknown`. */
+  readonly owner?: Owner | undefined
 }
 
 /**
  * What a request does with the record it found: replay the stored response
  * (spec 4.3 rule 1), wait for the running first attempt (rule 2), or take the
- * key over because the record is expired or its attempt is presumed dead.
+ * key over because the record is expired or its attempt has ended without a
+ * response (a 5xx is not stored: the key runs again) or is presumed dead.
  */
 export type Decision = "replay" | "wait" | "take-over"
 
 export const decide = (found: Found, policy: Policy = DEFAULT_POLICY): Decision => {
   if (found.ageMs > policy.retentionMs) return "take-over"
   if (found.completed) return "replay"
+  // The attempt ended with its session and could not give the key up: nothing to wait for.
+  if (found.owner === "gone") return "take-over"
   return found.ageMs > policy.staleAfterMs ? "take-over" : "wait"
 }
 

@@ -10,6 +10,7 @@ import * as Core from "./migrations/0001_core.ts"
 import * as Writes from "./migrations/0100_writes.ts"
 import * as RateLimits from "./migrations/0200_rate_limits.ts"
 import * as RowCounts from "./migrations/0300_row_counts.ts"
+import * as IdempotencyOwner from "./migrations/0400_idempotency_owner.ts"
 
 /** A migration that runs its statements one by one. */
 export const fromStatements = (statements: ReadonlyArray<string>) =>
@@ -25,7 +26,8 @@ export const migrations = {
   "0001_core": fromStatements(Core.statements),
   "0100_writes": fromStatements(Writes.statements),
   "0200_rate_limits": fromStatements(RateLimits.statements),
-  "0300_row_counts": fromStatements(RowCounts.statements)
+  "0300_row_counts": fromStatements(RowCounts.statements),
+  "0400_idempotency_owner": fromStatements(IdempotencyOwner.statements)
 }
 
 /** Applies every pending migration; returns the ones it applied. */
