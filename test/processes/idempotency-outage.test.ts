@@ -167,7 +167,13 @@ describe("an Idempotency-Key whose attempt lost its database session", () => {
       )
       const leads = withDatabase(url, Fixtures.count("leads", schoolId))
       const records = (idempotencyKey: string) =>
-        withDatabase(url, scalar(`SELECT count(*)::int AS n FROM idempotency_keys WHERE key = '${idempotencyKey}'`))
+        withDatabase(
+          url,
+          Effect.flatMap(SqlClient.SqlClient, (sql) =>
+            sql<{ n: number }>`SELECT count(*)::int AS n FROM idempotency_keys WHERE key = ${idempotencyKey}`).pipe(
+              Effect.map((rows) => rows[0]?.n ?? 0)
+            )
+        )
 
       let server = yield* startApiProcess(url)
       const write = (idempotencyKey: string, phone: string) =>
