@@ -11,7 +11,8 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { createSchool } from "@school/persistence/Schools"
 import * as SessionRules from "@school/domain/Sessions"
-import { JSON_CONTENT_TYPE, type RawReply, V1 } from "../support/Clients.ts"
+import * as BackOfficeErrors from "@school/domain/BackOfficeErrors"
+import { backOfficeClient, failsWith, JSON_CONTENT_TYPE, type RawReply, V1 } from "../support/Clients.ts"
 import * as Fixtures from "../support/Fixtures.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
 import { TestServer } from "../support/TestServer.ts"
@@ -243,6 +244,26 @@ layer(Env, { excludeTestServices: true })("back-office sessions", (it) => {
           headers: { ...withCookie(token), origin: `http://${host}` }
         })
         assert.strictEqual(same.status, 200, same.text)
+      }))
+  })
+
+  describe("the typed client", () => {
+    it.effect("decodes successes and the back office's errors to the table's classes", () =>
+      Effect.gen(function*() {
+        const server = yield* TestServer
+        const world = yield* World
+        const anonymous = yield* backOfficeClient(server.baseUrl)
+        const signedIn = yield* anonymous.login.create({ payload: { email: world.ownerEmail, password: PASSWORD } })
+        assert.strictEqual(signedIn.data.employee.role, "owner")
+        const wrong = yield* anonymous.login.create({ payload: { email: "nobody@x.test", password: "nope nope nope" } })
+          .pipe(failsWith(BackOfficeErrors.Unauthenticated))
+        assert.strictEqual(wrong.message, "Wrong e-mail or password.")
+        yield* anonymous.sessions.current().pipe(failsWith(BackOfficeErrors.Unauthenticated))
+        const api = yield* backOfficeClient(server.baseUrl, signedIn.data.token)
+        const current = yield* api.sessions.current()
+        assert.deepStrictEqual(current.data.employee, signedIn.data.employee)
+        yield* api.sessions.delete()
+        yield* api.sessions.current().pipe(failsWith(BackOfficeErrors.Unauthenticated))
       }))
   })
 
