@@ -11,7 +11,7 @@ import { SqlClient } from "effect/sql"
 import { TestDatabase } from "../support/TestDatabase.ts"
 
 /** Tables that route a credential to its school: global by design (plus `schools` itself). */
-const globalTables = new Set(["schools", "login_emails", "api_key_prefixes"])
+const globalTables = new Set(["schools", "login_emails", "api_key_prefixes", "session_tokens"])
 
 const PgErrorFields = Schema.decodeUnknownSync(Schema.Struct({ code: Schema.String, detail: Schema.String }))
 

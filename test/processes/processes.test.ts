@@ -78,7 +78,9 @@ describe("settings", () => {
     ["WEBHOOK_RETRY_DELAYS", "1m,,5m", "invalid setting WEBHOOK_RETRY_DELAYS"],
     ["WEBHOOK_TIMEOUT", "soon", "invalid setting WEBHOOK_TIMEOUT"],
     ["WEBHOOK_ALLOW_INSECURE_URLS", "maybe", "invalid setting WEBHOOK_ALLOW_INSECURE_URLS"],
-    ["DISPATCHER_CONCURRENCY", "0", "invalid setting DISPATCHER_CONCURRENCY"]
+    ["DISPATCHER_CONCURRENCY", "0", "invalid setting DISPATCHER_CONCURRENCY"],
+    ["SESSION_TTL", "0s", "invalid setting SESSION_TTL"],
+    ["SESSION_TTL", "12", "invalid setting SESSION_TTL"]
   ] as const)("malformed %s=%s is named", ([name, value, message]) =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(loadFrom({ [name]: value }))

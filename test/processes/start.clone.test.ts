@@ -64,7 +64,7 @@ const cleanEnvironment = (env: Readonly<Record<string, string>>): NodeJS.Process
   const base: NodeJS.ProcessEnv = {}
   for (const [name, value] of Object.entries(process.env)) {
     const leaks = name.startsWith("npm_") || name === "INIT_CWD" ||
-      /^(DATABASE_URL|DATA_DIR|PORT|HOST|LOG_LEVEL|LOG_FORMAT|IDEMPOTENCY_WAIT|WEBHOOK_.*|DISPATCHER_CONCURRENCY|RATE_LIMIT_WINDOW)$/
+      /^(DATABASE_URL|DATA_DIR|PORT|HOST|LOG_LEVEL|LOG_FORMAT|IDEMPOTENCY_WAIT|WEBHOOK_.*|DISPATCHER_CONCURRENCY|RATE_LIMIT_WINDOW|SESSION_TTL)$/
         .test(name)
     if (!leaks) base[name] = value
   }

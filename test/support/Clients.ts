@@ -18,6 +18,7 @@ import { Data, Effect, Schema } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
 import { Errors } from "@school/domain"
+import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"
 import { BASE_PATH, PublicApi } from "@school/domain/api/PublicApi"
 
 /** The public API's base path, `/api/public/v1`. */
@@ -48,6 +49,18 @@ export const typedClient = (baseUrl: string, options: TypedClientOptions = {}): 
       const withKey = options.key === undefined ? request : HttpClientRequest.bearerToken(request, options.key)
       return options.headers === undefined ? withKey : HttpClientRequest.setHeaders(withKey, options.headers)
     })
+  }).pipe(Effect.provide(FetchHttpClient.layer))
+
+/** The client `HttpApiClient` derives from `BackOfficeApi`. */
+export type BackOfficeClient = HttpApiClient.ForApi<typeof BackOfficeApi>
+
+/** The back office's client against `baseUrl`; `token`, when given, is sent as `Authorization: Session <token>`. */
+export const backOfficeClient = (baseUrl: string, token?: string): Effect.Effect<BackOfficeClient> =>
+  HttpApiClient.make(BackOfficeApi, {
+    baseUrl,
+    transformClient: HttpClient.mapRequest((request) =>
+      token === undefined ? request : HttpClientRequest.setHeader(request, "authorization", `Session ${token}`)
+    )
   }).pipe(Effect.provide(FetchHttpClient.layer))
 
 /**

@@ -37,7 +37,8 @@ const settingNames = [
   "WEBHOOK_TIMEOUT",
   "WEBHOOK_ALLOW_INSECURE_URLS",
   "DISPATCHER_CONCURRENCY",
-  "RATE_LIMIT_WINDOW"
+  "RATE_LIMIT_WINDOW",
+  "SESSION_TTL"
 ]
 
 const environment = (env: Readonly<Record<string, string>>): NodeJS.ProcessEnv => {

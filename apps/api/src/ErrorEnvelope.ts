@@ -9,6 +9,9 @@
  * other than chunked: apps/api/src/ParserErrors.ts) is 400 bad_request and
  * reaches no route.
  * Every JSON response carries `charset=utf-8`.
+ * Under the back office's prefix (`/api/crm/`) the same answers use the back
+ * office's envelope and codes (libs/domain/src/BackOfficeErrors.ts), except
+ * 503, which keeps the public envelope (not yet in the back office's table).
  */
 import { Cause, Effect, Exit, Predicate } from "effect"
 import { SqlError } from "effect/sql/SqlError"
@@ -16,7 +19,8 @@ import { FindMyWay, HttpRouter, HttpServerError, HttpServerRequest, HttpServerRe
 import { HttpApi } from "effect/http-api"
 import type { HttpApiGroup } from "effect/http-api"
 import { Errors } from "@school/domain"
-import { errorResponse, JSON_CONTENT_TYPE } from "./ErrorResponse.ts"
+import * as BackOfficeErrors from "@school/domain/BackOfficeErrors"
+import { type EncodableError, errorResponse, JSON_CONTENT_TYPE } from "./ErrorResponse.ts"
 import { refusedRequest } from "./ParserErrors.ts"
 
 const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const
@@ -39,6 +43,30 @@ export const routeTable = <Id extends string, Groups extends HttpApiGroup.Constr
   for (const [method, path] of extra) router.on(method, path, true)
   return (path: string): ReadonlyArray<string> => METHODS.filter((method) => router.find(method, path) !== undefined)
 }
+
+/** The back office's error for a status HttpApi or the router answered without its envelope. */
+const backOfficeFromStatus = (status: number): EncodableError => {
+  switch (status) {
+    case 400:
+    case 422:
+      return new BackOfficeErrors.ValidationFailed({ message: "The request could not be read." })
+    case 404:
+      return new BackOfficeErrors.NotFound({ message: "No such resource." })
+    case 405:
+      return new BackOfficeErrors.MethodNotAllowed({ message: "This method is not allowed on this path." })
+    case 413:
+      return new BackOfficeErrors.PayloadTooLarge({ message: "The request body is larger than 256 KiB." })
+    case 415:
+      return new BackOfficeErrors.UnsupportedMediaType({ message: "Send the body as application/json." })
+    default:
+      return new BackOfficeErrors.InternalError({ message: "Something went wrong on our side. Try again later." })
+  }
+}
+
+const BACK_OFFICE_PREFIX = "/api/crm/"
+
+/** The error for a status, in the envelope of the API the path belongs to. */
+const fromStatusFor = (path: string) => path.startsWith(BACK_OFFICE_PREFIX) ? backOfficeFromStatus : fromStatus
 
 /** The error for a status HttpApi or the router answered without our envelope. */
 const fromStatus = (status: number): Errors.PublicError => {
@@ -63,14 +91,14 @@ const isJson = (response: HttpServerResponse.HttpServerResponse) =>
   response.body._tag === "Uint8Array" && response.body.contentType.startsWith("application/json")
 
 /** Any error status without our JSON body (HttpApi's bare 413/415/500s) gets the envelope, keeping its headers. */
-const ensureEnvelope = (response: HttpServerResponse.HttpServerResponse) => {
+const ensureEnvelope = (response: HttpServerResponse.HttpServerResponse, path: string) => {
   if (response.status < 400 || isJson(response)) return withCharset(response)
   const status = response.status === 400 ? 422 : response.status >= 500 ? 500 : response.status
   const kept: Record<string, string> = {}
   for (const [name, value] of Object.entries(response.headers)) {
     if (name !== "content-type" && name !== "content-length") kept[name] = value
   }
-  return HttpServerResponse.setHeaders(errorResponse(fromStatus(status)), kept)
+  return HttpServerResponse.setHeaders(errorResponse(fromStatusFor(path)(status)), kept)
 }
 
 const withCharset = (response: HttpServerResponse.HttpServerResponse) =>
@@ -140,19 +168,23 @@ export const ErrorEnvelope = (allowedMethods: (path: string) => ReadonlyArray<st
   /** 404 for an unknown path; 405 with `Allow` for a known path and another method. */
   const noRoute = Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const allowed = allowedMethods(request.url.split("?")[0] ?? "/")
+    const path = request.url.split("?")[0] ?? "/"
+    const allowed = allowedMethods(path)
+    const errorFor = fromStatusFor(path)
     return allowed.length === 0
-      ? errorResponse(fromStatus(404))
-      : HttpServerResponse.setHeader(errorResponse(fromStatus(405)), "allow", allowed.join(", "))
+      ? errorResponse(errorFor(404))
+      : HttpServerResponse.setHeader(errorResponse(errorFor(405)), "allow", allowed.join(", "))
   })
   return HttpRouter.middleware((httpEffect) =>
     Effect.gen(function*() {
-      const refused = refusedRequest(yield* HttpServerRequest.HttpServerRequest)
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const path = request.url.split("?")[0] ?? "/"
+      const refused = refusedRequest(request)
       if (refused !== undefined) return HttpServerResponse.setHeader(errorResponse(refused), "connection", "close")
       const exit = yield* Effect.exit(httpEffect)
       if (Exit.isSuccess(exit)) {
         const response = exit.value
-        return response.status === 404 && !isJson(response) ? yield* noRoute : ensureEnvelope(response)
+        return response.status === 404 && !isJson(response) ? yield* noRoute : ensureEnvelope(response, path)
       }
       const cause = exit.cause
       if (Cause.hasInterruptsOnly(cause)) return yield* Effect.failCause(cause)
@@ -165,6 +197,6 @@ export const ErrorEnvelope = (allowedMethods: (path: string) => ReadonlyArray<st
       if (response.status >= 500) {
         yield* Effect.logError("request failed", cause)
       }
-      return ensureEnvelope(response)
+      return ensureEnvelope(response, path)
     }), { global: true })
 }

@@ -9,12 +9,17 @@
  */
 import { HttpServerResponse } from "effect/http"
 import { STATUS_CODES } from "node:http"
-import type { Errors } from "@school/domain"
+import type { Encoded } from "@school/domain/ErrorTable"
 
 /** Every JSON response carries the charset (docs/decisions.md "Requests and responses"). */
 export const JSON_CONTENT_TYPE = "application/json; charset=utf-8"
 
-export const errorResponse = (error: Errors.PublicError): HttpServerResponse.HttpServerResponse => {
+/** Any row of an error table (the public API's or the back office's) encodes itself. */
+export interface EncodableError {
+  encode(): Encoded
+}
+
+export const errorResponse = (error: EncodableError): HttpServerResponse.HttpServerResponse => {
   const { status, headers, body } = error.encode()
   return HttpServerResponse.jsonUnsafe(body, { status, headers, contentType: JSON_CONTENT_TYPE })
 }
@@ -25,7 +30,7 @@ export const errorResponse = (error: Errors.PublicError): HttpServerResponse.Htt
  * and length, and `Connection: close`, since the connection cannot be read
  * any further.
  */
-export const errorMessage = (error: Errors.PublicError): Uint8Array => {
+export const errorMessage = (error: EncodableError): Uint8Array => {
   const { status, headers, body } = error.encode()
   const bytes = new TextEncoder().encode(JSON.stringify(body))
   const lines = [

@@ -21,8 +21,10 @@ const kindLabel: Record<HttpApiError.HttpApiSchemaError["kind"], string> = {
   ResponseHeaders: "response header"
 }
 
-/** Groups issue messages by their first path segment (the parameter or field name). */
-export const toValidationFailed = (error: HttpApiError.HttpApiSchemaError): Errors.ValidationFailed => {
+/** Groups issue messages by their first path segment (the parameter or field name): the message and fields of a 422. */
+export const validationBody = (
+  error: HttpApiError.HttpApiSchemaError
+): { readonly message: string; readonly fields?: Record<string, Array<string>> } => {
   const { issues } = formatter(error.cause.issue)
   const fields: Record<string, Array<string>> = {}
   const general: Array<string> = []
@@ -38,13 +40,14 @@ export const toValidationFailed = (error: HttpApiError.HttpApiSchemaError): Erro
   const names = Object.keys(fields)
   if (names.length === 0) {
     const detail = general.length > 0 ? general.join("; ") : "invalid input"
-    return new Errors.ValidationFailed({ message: `Invalid ${kindLabel[error.kind]}: ${detail}` })
+    return { message: `Invalid ${kindLabel[error.kind]}: ${detail}` }
   }
-  return new Errors.ValidationFailed({
-    message: `Invalid ${kindLabel[error.kind]}: ${names.join(", ")}`,
-    fields
-  })
+  return { message: `Invalid ${kindLabel[error.kind]}: ${names.join(", ")}`, fields }
 }
+
+/** The public API's 422 validation_failed. */
+export const toValidationFailed = (error: HttpApiError.HttpApiSchemaError): Errors.ValidationFailed =>
+  new Errors.ValidationFailed(validationBody(error))
 
 export const RequestValidationLive = HttpApiMiddleware.layerSchemaErrorTransform(
   RequestValidation,

@@ -1,13 +1,15 @@
 /**
  * The API process's one Layer graph: public API routes with their
  * middleware, handlers and repositories, its OpenAPI document and reference
- * page, health, and the envelope for everything else.
+ * page, the back-office API (`/api/crm/v1`) with its OpenAPI document,
+ * health, and the envelope for everything else.
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { ByteSize, type Duration, Layer } from "effect"
 import { type FindMyWay, HttpIncomingMessage, HttpRouter } from "effect/http"
 import { HttpApi, HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { createServer, type Server } from "node:http"
+import { BACK_OFFICE_PATH, BackOfficeApi } from "@school/domain/api/BackOfficeApi"
 import { BASE_PATH, PublicApi } from "@school/domain/api/PublicApi"
 import { Catalog } from "@school/persistence/Catalog"
 import { DemoLessons } from "@school/persistence/DemoLessons"
@@ -15,13 +17,16 @@ import { Enrollments } from "@school/persistence/Enrollments"
 import { IdempotencyConfig, IdempotencyPurge } from "@school/persistence/IdempotencyStore"
 import { Leads } from "@school/persistence/Leads"
 import { Payments } from "@school/persistence/Payments"
+import { Sessions } from "@school/persistence/Sessions"
 import * as Sql from "@school/persistence/Sql"
 import * as AccessLog from "@school/runtime/AccessLog"
 import type { SettingsShape } from "@school/runtime/Settings"
 import { Students } from "@school/persistence/Students"
 import { AuthenticationLive } from "./Authentication.ts"
+import { BackOfficeValidationLive, SessionAuthenticationLive, SessionConfig } from "./BackOfficeAuth.ts"
 import { ErrorEnvelope, routeTable } from "./ErrorEnvelope.ts"
 import { HEALTH_ROUTES, HealthRoutes } from "./Health.ts"
+import { LoginHandlersNoDeps, SessionsHandlersNoDeps } from "./http/BackOfficeSessions.ts"
 import { CatalogHandlersNoDeps } from "./http/Catalog.ts"
 import { DemoLessonsHandlersNoDeps } from "./http/DemoLessons.ts"
 import { EnrollmentsHandlersNoDeps } from "./http/Enrollments.ts"
@@ -36,6 +41,7 @@ import { RequireWriteScopeLive } from "./RequireWriteScope.ts"
 
 export const OPENAPI_PATH = `${BASE_PATH}/openapi.json`
 export const DOCS_PATH = `${BASE_PATH}/docs`
+export const BACK_OFFICE_OPENAPI_PATH = `${BACK_OFFICE_PATH}/openapi.json`
 /** docs/decisions.md "Requests and responses": larger bodies get 413 payload_too_large. */
 export const MAX_BODY_BYTES = 256 * 1024
 
@@ -46,7 +52,8 @@ export const Repositories = Layer.mergeAll(
   Catalog.layer,
   Leads.layer,
   DemoLessons.layer,
-  Enrollments.layer
+  Enrollments.layer,
+  Sessions.layer
 )
 
 /**
@@ -74,21 +81,27 @@ const StrictRouter = Layer.effect(HttpRouter.HttpRouter, HttpRouter.make).pipe(
   Layer.provide(Layer.succeed(HttpRouter.RouterConfig, ROUTER_CONFIG))
 )
 
-const allowedMethods = routeTable(PublicApi, [
+const publicMethods = routeTable(PublicApi, [
   ...HEALTH_ROUTES,
   ["GET", OPENAPI_PATH],
   ["GET", DOCS_PATH]
 ], ROUTER_CONFIG)
+const backOfficeMethods = routeTable(BackOfficeApi, [["GET", BACK_OFFICE_OPENAPI_PATH]], ROUTER_CONFIG)
+const allowedMethods = (path: string) => [...publicMethods(path), ...backOfficeMethods(path)]
 
 /** Every route of the API process as written, for the access log's route templates. */
 const routeList = (): ReadonlyArray<readonly [method: string, path: string]> => {
-  const routes: Array<readonly [string, string]> = [...HEALTH_ROUTES, ["GET", OPENAPI_PATH], ["GET", DOCS_PATH]]
-  HttpApi.reflect(PublicApi, {
-    onGroup: () => {},
-    onEndpoint: ({ endpoint }) => {
-      routes.push([endpoint.method, endpoint.path])
-    }
-  })
+  const routes: Array<readonly [string, string]> = [
+    ...HEALTH_ROUTES,
+    ["GET", OPENAPI_PATH],
+    ["GET", DOCS_PATH],
+    ["GET", BACK_OFFICE_OPENAPI_PATH]
+  ]
+  const onEndpoint = ({ endpoint }: { readonly endpoint: { readonly method: string; readonly path: string } }) => {
+    routes.push([endpoint.method, endpoint.path])
+  }
+  HttpApi.reflect(PublicApi, { onGroup: () => {}, onEndpoint })
+  HttpApi.reflect(BackOfficeApi, { onGroup: () => {}, onEndpoint })
   return routes
 }
 
@@ -115,6 +128,10 @@ export const AppRoutesNoDeps = Layer.mergeAll(
     ]),
     Layer.provide([AuthenticationLive, RequireWriteScopeLive, IdempotentWriteLive, RequestValidationLive])
   ),
+  HttpApiBuilder.layer(BackOfficeApi, { openapiPath: BACK_OFFICE_OPENAPI_PATH }).pipe(
+    Layer.provide([LoginHandlersNoDeps, SessionsHandlersNoDeps]),
+    Layer.provide([SessionAuthenticationLive, BackOfficeValidationLive])
+  ),
   HttpApiScalar.layerCdn(PublicApi, { path: DOCS_PATH }),
   HealthRoutes,
   ErrorEnvelope(allowedMethods)
@@ -135,6 +152,8 @@ export interface ServerOptions {
   readonly rateLimitWindow?: RateLimitOptions["window"]
   /** IDEMPOTENCY_WAIT (default 2 s). */
   readonly idempotencyWait?: Duration.Duration
+  /** SESSION_TTL (default 12 h). */
+  readonly sessionTtl?: Duration.Duration
   /** DATABASE_STATEMENT_TIMEOUT (docs/operators.md "Settings"; none when omitted). */
   readonly statementTimeout?: Duration.Duration
   /** DATABASE_ACQUIRE_TIMEOUT (docs/operators.md "Settings"; none when omitted). */
@@ -159,6 +178,7 @@ export const serverOptions = (settings: SettingsShape, databaseUrl: string): Ser
   host: settings.host,
   rateLimitWindow: settings.rateLimitWindow,
   idempotencyWait: settings.idempotencyWait,
+  sessionTtl: settings.sessionTtl,
   statementTimeout: settings.databaseStatementTimeout,
   acquireTimeout: settings.databaseAcquireTimeout
 })
@@ -180,6 +200,9 @@ export const ServerLayerNoDeps = (options: Omit<ServerOptions, "databaseUrl" | "
       options.idempotencyWait === undefined
         ? Layer.empty
         : Layer.succeed(IdempotencyConfig, { ...IdempotencyConfig.defaultValue(), wait: options.idempotencyWait })
+    ),
+    Layer.provide(
+      options.sessionTtl === undefined ? Layer.empty : Layer.succeed(SessionConfig, { ttl: options.sessionTtl })
     )
   )
 

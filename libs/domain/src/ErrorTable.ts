@@ -17,6 +17,12 @@
  *
  * `ErrorOf<typeof Table>` is the union of a table's errors and
  * `guard(Table)` recognises them.
+ *
+ * The envelope is the table's choice: `row` and `rowWithHeaders` make the
+ * public API's (`{ error: { code, message, fields? } }`);
+ * `rowsWith(Envelope)` makes the same rows with another envelope, as the
+ * back office's `{ success: false, code, message, fields? }`
+ * (libs/domain/src/BackOfficeErrors.ts).
  */
 import { Schema, SchemaTransformation } from "effect"
 import { HttpApiSchema } from "effect/http-api"
@@ -47,78 +53,107 @@ export interface Encoded {
 /** Response headers a row carries: each a codec from its value to the header's text. */
 export type HeaderFields = { readonly [name: string]: Schema.Codec<unknown, string> }
 
-/** The envelope's schema for one code. */
-const envelopeOf = <Code extends string>(code: Code) =>
-  Schema.Struct({
-    error: Schema.Struct({
+/**
+ * How a table writes an error on the wire: the envelope's schema for one
+ * code, the envelope of one error, and the message shape read back from it.
+ */
+export interface Envelope {
+  readonly schema: <Code extends string>(code: Code) => Schema.Codec<EnvelopeBody, EnvelopeBody>
+  readonly body: (code: string, error: ErrorBody) => EnvelopeBody
+  readonly read: (envelope: EnvelopeBody) => ErrorBody
+}
+
+/** An envelope as its schema decodes it (each envelope knows its own shape). */
+export type EnvelopeBody = { readonly [key: string]: unknown }
+
+const bodyOf = ({ message, fields }: ErrorBody): ErrorBody => fields === undefined ? { message } : { message, fields }
+
+/** The public API's envelope, `{ error: { code, message, fields? } }`; `fields` only when there are any (spec 7.1). */
+export const PublicEnvelope: Envelope = {
+  schema: (code) =>
+    Schema.Struct({
+      error: Schema.Struct({
+        code: Schema.Literal(code),
+        message: Schema.String,
+        fields: Schema.optionalKey(ErrorFields)
+      })
+    }),
+  body: (code, error) => ({ error: { code, ...bodyOf(error) } }),
+  read: (envelope) => bodyOf(Schema.decodeUnknownSync(PublicShape)(envelope).error)
+}
+const PublicShape = Schema.Struct({ error: Schema.Struct(Body) })
+
+/** The back office's envelope (the account area's, spec 5.2): `{ success: false, code, message, fields? }`. */
+export const BackOfficeEnvelope: Envelope = {
+  schema: (code) =>
+    Schema.Struct({
+      success: Schema.Literal(false),
       code: Schema.Literal(code),
       message: Schema.String,
       fields: Schema.optionalKey(ErrorFields)
-    })
-  })
+    }),
+  body: (code, error) => ({ success: false, code, ...bodyOf(error) }),
+  read: (envelope) => bodyOf(Schema.decodeUnknownSync(Schema.Struct(Body))(envelope))
+}
 
-/** The envelope of one error under its code; `fields` only when there are any (spec 7.1). */
-const envelopeBody = <Code extends string>(code: Code, { message, fields }: ErrorBody) => ({
-  error: { code, message, ...(fields === undefined ? {} : { fields }) }
-})
-
-/** A row whose response is the envelope alone. */
-export const row = <const Tag extends string, const Code extends string>(tag: Tag, status: number, code: Code) => {
-  class Row extends Schema.TaggedError<Row>()(tag, Body, { httpApiStatus: status }) {
-    static readonly status = status
-    static readonly code = code
-    encode(): Encoded {
-      return { status, headers: {}, body: Schema.encodeSync(envelope)(this) }
+/** The two row makers of a table whose errors use `envelope`. */
+export const rowsWith = (envelope: Envelope) => {
+  /** A row whose response is the envelope alone. */
+  const row = <const Tag extends string, const Code extends string>(tag: Tag, status: number, code: Code) => {
+    class Row extends Schema.TaggedError<Row>()(tag, Body, { httpApiStatus: status }) {
+      static readonly status = status
+      static readonly code = code
+      encode(): Encoded {
+        return { status, headers: {}, body: Schema.encodeSync(schema)(this) }
+      }
     }
-  }
-  const envelope = envelopeOf(code).pipe(
-    Schema.decodeTo(
-      Schema.toType(Row),
-      SchemaTransformation.transform({
-        decode: ({ error }) => new Row(error.fields === undefined ? { message: error.message } : error),
-        encode: (error: Row) => envelopeBody(code, error)
-      })
+    const schema = envelope.schema(code).pipe(
+      Schema.decodeTo(
+        Schema.toType(Row),
+        SchemaTransformation.transform({
+          decode: (encoded) => new Row(envelope.read(encoded)),
+          encode: (error: Row) => envelope.body(code, error)
+        })
+      )
     )
-  )
-  return Object.assign(Row, { envelope })
+    return Object.assign(Row, { envelope: schema })
+  }
+
+  /**
+   * A row whose response also carries headers (spec 8: a 429's
+   * `Retry-After`): the error's `headers` hold their values, and the contract
+   * declares them, so OpenAPI documents them and the client decodes them.
+   */
+  const rowWithHeaders = <const Tag extends string, const Code extends string, const H extends HeaderFields>(
+    tag: Tag,
+    status: number,
+    code: Code,
+    headers: H
+  ) => {
+    const Headers = Schema.Struct(headers)
+    class Row extends Schema.TaggedError<Row>()(tag, { ...Body, headers: Schema.toType(Headers) }, {
+      httpApiStatus: status
+    }) {
+      static readonly status = status
+      static readonly code = code
+      encode(): Encoded {
+        const encoded = Schema.encodeSync(schema)(this)
+        return { status, headers: encoded.headers, body: encoded.body }
+      }
+    }
+    const decodeRow = Schema.decodeSync(Row)
+    const body = envelope.schema(code).pipe(HttpApiSchema.status(status)).annotate({ identifier: `${tag}Encoded` })
+    const schema = Row.pipe(HttpApiSchema.encodeToWithHeaders({ body, headers }, {
+      decode: ({ body, headers }) => decodeRow({ _tag: tag, ...envelope.read(body), headers }),
+      encode: (error) => ({ body: envelope.body(code, error), headers: error.headers })
+    }))
+    return Object.assign(Row, { envelope: schema })
+  }
+  return { row, rowWithHeaders }
 }
 
-/**
- * A row whose response also carries headers (spec 8: a 429's
- * `Retry-After`): the error's `headers` hold their values, and the contract
- * declares them, so OpenAPI documents them and the client decodes them.
- */
-export const rowWithHeaders = <const Tag extends string, const Code extends string, const H extends HeaderFields>(
-  tag: Tag,
-  status: number,
-  code: Code,
-  headers: H
-) => {
-  const Headers = Schema.Struct(headers)
-  class Row extends Schema.TaggedError<Row>()(tag, { ...Body, headers: Schema.toType(Headers) }, {
-    httpApiStatus: status
-  }) {
-    static readonly status = status
-    static readonly code = code
-    encode(): Encoded {
-      const encoded = Schema.encodeSync(envelope)(this)
-      return { status, headers: encoded.headers, body: encoded.body }
-    }
-  }
-  const decodeRow = Schema.decodeSync(Row)
-  const body = envelopeOf(code).pipe(HttpApiSchema.status(status)).annotate({ identifier: `${tag}Encoded` })
-  const envelope = Row.pipe(HttpApiSchema.encodeToWithHeaders({ body, headers }, {
-    decode: ({ body: { error }, headers }) =>
-      decodeRow({
-        _tag: tag,
-        message: error.message,
-        ...(error.fields === undefined ? {} : { fields: error.fields }),
-        headers
-      }),
-    encode: (error) => ({ body: envelopeBody(code, error), headers: error.headers })
-  }))
-  return Object.assign(Row, { envelope })
-}
+/** The public API's row makers (PublicErrors.ts). */
+export const { row, rowWithHeaders } = rowsWith(PublicEnvelope)
 
 /** What every row's class has. */
 interface AnyRow {

@@ -11,6 +11,7 @@ import * as Writes from "./migrations/0100_writes.ts"
 import * as RateLimits from "./migrations/0200_rate_limits.ts"
 import * as RowCounts from "./migrations/0300_row_counts.ts"
 import * as IdempotencyOwner from "./migrations/0400_idempotency_owner.ts"
+import * as Sessions from "./migrations/0500_sessions.ts"
 
 /** A migration that runs its statements one by one. */
 export const fromStatements = (statements: ReadonlyArray<string>) =>
@@ -27,7 +28,8 @@ export const migrations = {
   "0100_writes": fromStatements(Writes.statements),
   "0200_rate_limits": fromStatements(RateLimits.statements),
   "0300_row_counts": fromStatements(RowCounts.statements),
-  "0400_idempotency_owner": fromStatements(IdempotencyOwner.statements)
+  "0400_idempotency_owner": fromStatements(IdempotencyOwner.statements),
+  "0500_sessions": fromStatements(Sessions.statements)
 }
 
 /** Applies every pending migration; returns the ones it applied. */

@@ -18,6 +18,7 @@
  */
 import { DEFAULT_WAIT } from "@school/domain/Idempotency"
 import { WINDOW } from "@school/domain/RateLimit"
+import { DEFAULT_TTL } from "@school/domain/Sessions"
 import {
   Config,
   type ConfigProvider as ConfigProviderType,
@@ -74,6 +75,8 @@ export interface SettingsShape {
   readonly databaseStatementTimeout: Duration.Duration
   /** `DATABASE_ACQUIRE_TIMEOUT` (default 2 s): the API's bound on the wait for a pooled connection. */
   readonly databaseAcquireTimeout: Duration.Duration
+  /** `SESSION_TTL` (default 12 h): how long a back-office session lasts. */
+  readonly sessionTtl: Duration.Duration
 }
 
 // ---------------------------------------------------------------------------
@@ -237,6 +240,7 @@ const settings = Config.all({
   databaseStatementTimeout: Config.schema(PositiveDurationText, "DATABASE_STATEMENT_TIMEOUT").pipe(
     Config.withDefault(Duration.seconds(5))
   ),
+  sessionTtl: Config.schema(PositiveDurationText, "SESSION_TTL").pipe(Config.withDefault(DEFAULT_TTL)),
   databaseAcquireTimeout: Config.schema(PositiveDurationText, "DATABASE_ACQUIRE_TIMEOUT").pipe(
     Config.withDefault(Duration.seconds(2))
   )

@@ -1,0 +1,115 @@
+/**
+ * The back office's session authentication and request validation
+ * (docs/decisions.md "Back-office sessions"): the token comes from
+ * `Authorization: Session <token>` or, failing that, the `crm_session`
+ * cookie; an API key (`Authorization: Bearer …`) never authenticates here.
+ * Only the token's hash is looked up; a revoked or expired session is the
+ * same 401 UNAUTHENTICATED as an unknown one. A state-changing call
+ * authenticated by the cookie passes the cross-site request forgery check
+ * first (403 FORBIDDEN).
+ */
+import { Context, Duration, Effect, Layer, Option } from "effect"
+import { HttpServerRequest } from "effect/http"
+import { HttpApiMiddleware } from "effect/http-api"
+import * as Errors from "@school/domain/BackOfficeErrors"
+import { BackOfficeValidation, CurrentEmployee, SessionAuthentication } from "@school/domain/api/BackOfficeApi"
+import * as SessionRules from "@school/domain/Sessions"
+import { Sessions } from "@school/persistence/Sessions"
+import { validationBody } from "./RequestValidation.ts"
+
+/** SESSION_TTL (docs/operators.md "Settings"). */
+export const SessionConfig = Context.Reference<{ readonly ttl: Duration.Duration }>("school/api/SessionConfig", {
+  defaultValue: () => ({ ttl: SessionRules.DEFAULT_TTL })
+})
+
+const unauthenticated = (message: string) => new Errors.Unauthenticated({ message })
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"])
+
+/** The host (with port) of an `Origin` header; undefined when it is not a URL (e.g. `null`). */
+const originHost = (origin: string): string | undefined => {
+  try {
+    return new URL(origin).host
+  } catch {
+    return undefined
+  }
+}
+
+const hasBody = (headers: Readonly<Record<string, string | undefined>>) =>
+  headers["transfer-encoding"] !== undefined || (headers["content-length"] !== undefined && headers["content-length"] !== "0")
+
+const isJsonContentType = (value: string | undefined) =>
+  value !== undefined && value.split(";")[0]?.trim().toLowerCase() === "application/json"
+
+/**
+ * docs/decisions.md "Back-office sessions": a cookie-authenticated call that
+ * changes state must carry `Content-Type: application/json` when it has a
+ * body, and, when an `Origin` header is present, one whose host equals
+ * `Host`. Why it fails, or undefined when it passes.
+ */
+export const csrfFailure = (request: HttpServerRequest.HttpServerRequest): string | undefined => {
+  if (SAFE_METHODS.has(request.method)) return undefined
+  const origin = request.headers["origin"]
+  if (origin !== undefined && originHost(origin) !== request.headers["host"]) {
+    return "A cross-origin request may not change anything with the session cookie."
+  }
+  if (hasBody(request.headers) && !isJsonContentType(request.headers["content-type"])) {
+    return "A request with the session cookie must send its body as application/json."
+  }
+  return undefined
+}
+
+/** The token a request presents, and whether it came in the cookie; a Bearer credential is an API key's. */
+const presented = (request: HttpServerRequest.HttpServerRequest):
+  | { readonly _tag: "Token"; readonly token: string; readonly cookie: boolean }
+  | { readonly _tag: "ApiKey" }
+  | { readonly _tag: "None" } =>
+{
+  const authorization = request.headers["authorization"]
+  if (authorization !== undefined) {
+    const [scheme, token] = authorization.trim().split(/\s+/u)
+    if (scheme?.toLowerCase() === "session" && token !== undefined) return { _tag: "Token", token, cookie: false }
+    if (scheme?.toLowerCase() === "bearer") return { _tag: "ApiKey" }
+    return { _tag: "None" }
+  }
+  const cookie = request.cookies[SessionRules.COOKIE_NAME]
+  return cookie === undefined || cookie === "" ? { _tag: "None" } : { _tag: "Token", token: cookie, cookie: true }
+}
+
+export const SessionAuthenticationLive = Layer.effect(
+  SessionAuthentication,
+  Effect.gen(function*() {
+    const sessions = yield* Sessions
+    return SessionAuthentication.of(Effect.fnUntraced(function*(httpEffect) {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const credential = presented(request)
+      if (credential._tag === "ApiKey") {
+        return yield* unauthenticated("API keys do not work on the back office: sign in with POST /sessions.")
+      }
+      if (credential._tag === "None") {
+        return yield* unauthenticated("Sign in with POST /sessions, then send the crm_session cookie or 'Authorization: Session <token>'.")
+      }
+      if (credential.cookie) {
+        const failure = csrfFailure(request)
+        if (failure !== undefined) return yield* new Errors.Forbidden({ message: failure })
+      }
+      const found = SessionRules.isTokenShaped(credential.token)
+        ? yield* sessions.findLive(SessionRules.hashToken(credential.token))
+        : Option.none()
+      if (Option.isNone(found)) return yield* unauthenticated("The session is unknown, ended or expired: sign in again.")
+      const session = found.value
+      return yield* Effect.provideService(httpEffect, CurrentEmployee, {
+        schoolId: session.school_id,
+        employee: session.employee,
+        sessionId: session.id,
+        expiresAt: session.expires_at
+      })
+    }))
+  })
+)
+
+/** 422 VALIDATION_FAILED with per-field messages, in the back office's envelope. */
+export const BackOfficeValidationLive = HttpApiMiddleware.layerSchemaErrorTransform(
+  BackOfficeValidation,
+  (error) => Effect.fail(new Errors.ValidationFailed(validationBody(error)))
+)

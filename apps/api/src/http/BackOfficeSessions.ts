@@ -1,0 +1,105 @@
+/**
+ * POST /sessions, GET and DELETE /sessions/current of the back office
+ * (docs/decisions.md "Back-office sessions"): sign-in with its throttle per
+ * e-mail, the cookie, the current session, sign-out.
+ */
+import { Effect, Option } from "effect"
+import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import * as Errors from "@school/domain/BackOfficeErrors"
+import { BackOfficeApi, CurrentEmployee } from "@school/domain/api/BackOfficeApi"
+import { retryAfterSeconds } from "@school/domain/RateLimit"
+import * as SessionRules from "@school/domain/Sessions"
+import { hashPassword, verifyPassword } from "@school/persistence/Passwords"
+import { Sessions } from "@school/persistence/Sessions"
+import { randomBytes } from "node:crypto"
+import { SessionConfig } from "../BackOfficeAuth.ts"
+
+/** Whether the request came over HTTPS, as the proxy in front says (`X-Forwarded-Proto`). */
+const viaHttps = (request: HttpServerRequest.HttpServerRequest) =>
+  request.headers["x-forwarded-proto"]?.split(",")[0]?.trim().toLowerCase() === "https"
+
+/** `crm_session=<value>; HttpOnly; SameSite=Lax; Path=/api/crm` (+ `Secure` over HTTPS, + extra). */
+const cookie = (request: HttpServerRequest.HttpServerRequest, value: string, extra = "") =>
+  `${SessionRules.COOKIE_NAME}=${value}; HttpOnly; SameSite=Lax; Path=${SessionRules.COOKIE_PATH}${
+    viaHttps(request) ? "; Secure" : ""
+  }${extra}`
+
+const setCookie = (value: string, extra = "") =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const header = cookie(request, value, extra)
+    yield* HttpEffect.appendPreResponseHandler((_request, response) =>
+      Effect.succeed(HttpServerResponse.setHeader(response, "set-cookie", header))
+    )
+  })
+
+const wrongCredentials = () => new Errors.Unauthenticated({ message: "Wrong e-mail or password." })
+
+export const LoginHandlersNoDeps = HttpApiBuilder.group(
+  BackOfficeApi,
+  "login",
+  Effect.fnUntraced(function*(handlers) {
+    const sessions = yield* Sessions
+    // Verified when the e-mail is unknown, so both answers cost one scrypt.
+    const dummyHash = yield* hashPassword(randomBytes(16).toString("base64url"))
+    return handlers.handle("create", Effect.fnUntraced(function*({ payload }) {
+      const failures = yield* sessions.failures(payload.email)
+      if (Option.isSome(failures)) {
+        const { failures: count, last_failed_at_ms, now_ms } = failures.value
+        const wait = SessionRules.loginWaitMs(count, last_failed_at_ms, now_ms)
+        if (wait > 0) {
+          const retryAfter = retryAfterSeconds(wait * 1000)
+          return yield* new Errors.TooManyAttempts({
+            message: `Too many failed sign-ins for this e-mail. Retry after ${retryAfter} second${retryAfter === 1 ? "" : "s"}.`,
+            headers: { "retry-after": retryAfter }
+          })
+        }
+      }
+      const login = yield* sessions.findLogin(payload.email)
+      const matches = yield* verifyPassword(
+        payload.password,
+        Option.isSome(login) ? login.value.password_hash : dummyHash
+      )
+      if (Option.isNone(login) || !matches) {
+        yield* sessions.recordFailure(payload.email)
+        return yield* wrongCredentials()
+      }
+      yield* sessions.clearFailures(payload.email)
+      const { ttl } = yield* SessionConfig
+      const token = SessionRules.generateToken()
+      const created = yield* sessions.create(
+        login.value.school_id,
+        login.value.employee.id,
+        SessionRules.hashToken(token),
+        ttl
+      )
+      yield* setCookie(token)
+      return {
+        success: true as const,
+        data: { token, expires_at: created.expires_at, employee: login.value.employee }
+      }
+    }))
+  })
+)
+
+export const SessionsHandlersNoDeps = HttpApiBuilder.group(
+  BackOfficeApi,
+  "sessions",
+  Effect.fnUntraced(function*(handlers) {
+    const sessions = yield* Sessions
+    return handlers
+      .handle("current", () =>
+        Effect.gen(function*() {
+          const current = yield* CurrentEmployee
+          return { success: true as const, data: { employee: current.employee, expires_at: current.expiresAt } }
+        }))
+      .handle("delete", () =>
+        Effect.gen(function*() {
+          const current = yield* CurrentEmployee
+          yield* sessions.revoke(current.schoolId, current.sessionId)
+          yield* setCookie("", "; Max-Age=0")
+          return { success: true as const, data: {} }
+        }))
+  })
+)

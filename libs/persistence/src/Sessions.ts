@@ -1,0 +1,135 @@
+/**
+ * The back office's staff sessions and failed logins (docs/decisions.md
+ * "Back-office sessions"): who a login e-mail is, the failures counted per
+ * e-mail, and sessions stored by the hash of their token, found through the
+ * global routing table `session_tokens`. Rows are decoded here; SQL and
+ * decode failures are defects.
+ */
+import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { Ids } from "@school/domain"
+import { Employee } from "@school/domain/api/BackOfficeApi"
+import { Timestamp } from "@school/domain/Timestamps"
+import { normalizeEmail } from "./Schools.ts"
+
+/** An employee as sign-in reads them: who, and the stored password hash. */
+export const LoginRecord = Schema.Struct({
+  school_id: Ids.SchoolId,
+  employee: Employee,
+  password_hash: Schema.String
+})
+export type LoginRecord = typeof LoginRecord.Type
+
+/** A live session (neither revoked nor expired). */
+export const SessionRecord = Schema.Struct({
+  school_id: Ids.SchoolId,
+  id: Schema.Int,
+  employee: Employee,
+  expires_at: Timestamp
+})
+export type SessionRecord = typeof SessionRecord.Type
+
+/** Failed logins in a row for one e-mail, with the times the throttle rule needs (milliseconds). */
+export const FailureRecord = Schema.Struct({
+  failures: Schema.Int,
+  last_failed_at_ms: Schema.Number,
+  now_ms: Schema.Number
+})
+export type FailureRecord = typeof FailureRecord.Type
+
+const decodeLogins = Schema.decodeUnknownEffect(Schema.Array(LoginRecord))
+const decodeSessions = Schema.decodeUnknownEffect(Schema.Array(SessionRecord))
+const decodeFailures = Schema.decodeUnknownEffect(Schema.Array(FailureRecord))
+const decodeExpiry = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ id: Schema.Int, expires_at: Timestamp })))
+
+const first = <A>(rows: ReadonlyArray<A>): Option.Option<A> => Option.fromNullishOr(rows[0])
+
+export class Sessions extends Context.Service<Sessions, {
+  /** The employee whose login e-mail this is (compared trimmed and lower-cased). */
+  findLogin(email: string): Effect.Effect<Option.Option<LoginRecord>>
+  /** The failed logins in a row for this e-mail; none when there are none. */
+  failures(email: string): Effect.Effect<Option.Option<FailureRecord>>
+  recordFailure(email: string): Effect.Effect<void>
+  clearFailures(email: string): Effect.Effect<void>
+  /** A new session of `ttl` for the employee, stored by its token's hash. */
+  create(
+    schoolId: Ids.SchoolId,
+    employeeId: number,
+    tokenHash: Uint8Array,
+    ttl: Duration.Duration
+  ): Effect.Effect<{ readonly id: number; readonly expires_at: string }>
+  /** The live session whose token has this hash. */
+  findLive(tokenHash: Uint8Array): Effect.Effect<Option.Option<SessionRecord>>
+  /** Ends a session at once. */
+  revoke(schoolId: Ids.SchoolId, sessionId: number): Effect.Effect<void>
+}>()("school/persistence/Sessions") {
+  static readonly layer = Layer.effect(
+    Sessions,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const employeeJson = sql`json_build_object('id', e.id, 'name', e.name, 'email', e.email, 'role', e.role)`
+      return Sessions.of({
+        findLogin: (email) =>
+          sql`
+            SELECT e.school_id, ${employeeJson} AS employee, e.password_hash
+            FROM login_emails l
+            JOIN employees e ON e.school_id = l.school_id AND e.id = l.employee_id
+            WHERE l.email = ${normalizeEmail(email)}`.pipe(
+            Effect.flatMap(decodeLogins),
+            Effect.map(first),
+            Effect.orDie
+          ),
+        failures: (email) =>
+          sql`
+            SELECT failures,
+                   (extract(epoch FROM last_failed_at) * 1000)::float8 AS last_failed_at_ms,
+                   (extract(epoch FROM now()) * 1000)::float8 AS now_ms
+            FROM login_failures WHERE email = ${normalizeEmail(email)}`.pipe(
+            Effect.flatMap(decodeFailures),
+            Effect.map(first),
+            Effect.orDie
+          ),
+        recordFailure: (email) =>
+          sql`
+            INSERT INTO login_failures (email, failures, last_failed_at)
+            VALUES (${normalizeEmail(email)}, 1, clock_timestamp())
+            ON CONFLICT (email) DO UPDATE
+            SET failures = login_failures.failures + 1, last_failed_at = clock_timestamp()`.pipe(
+            Effect.asVoid,
+            Effect.orDie
+          ),
+        clearFailures: (email) =>
+          sql`DELETE FROM login_failures WHERE email = ${normalizeEmail(email)}`.pipe(Effect.asVoid, Effect.orDie),
+        create: (schoolId, employeeId, tokenHash, ttl) =>
+          sql`
+            WITH session AS (
+              INSERT INTO sessions (school_id, employee_id, token_hash, expires_at)
+              VALUES (${schoolId}, ${employeeId}, ${tokenHash},
+                      now() + make_interval(secs => ${Duration.toMillis(ttl) / 1000}))
+              RETURNING school_id, id, token_hash, expires_at
+            ), route AS (
+              INSERT INTO session_tokens (token_hash, school_id) SELECT token_hash, school_id FROM session
+            )
+            SELECT id, api_ts(expires_at) AS expires_at FROM session`.pipe(
+            Effect.flatMap(decodeExpiry),
+            Effect.map((rows) => Option.getOrThrow(first(rows))),
+            Effect.orDie
+          ),
+        findLive: (tokenHash) =>
+          sql`
+            SELECT s.school_id, s.id, ${employeeJson} AS employee, api_ts(s.expires_at) AS expires_at
+            FROM session_tokens t
+            JOIN sessions s ON s.school_id = t.school_id AND s.token_hash = t.token_hash
+            JOIN employees e ON e.school_id = s.school_id AND e.id = s.employee_id
+            WHERE t.token_hash = ${tokenHash} AND s.revoked_at IS NULL AND s.expires_at > now()`.pipe(
+            Effect.flatMap(decodeSessions),
+            Effect.map(first),
+            Effect.orDie
+          ),
+        revoke: (schoolId, sessionId) =>
+          sql`UPDATE sessions SET revoked_at = now() WHERE school_id = ${schoolId} AND id = ${sessionId} AND revoked_at IS NULL`
+            .pipe(Effect.asVoid, Effect.orDie)
+      })
+    })
+  )
+}
