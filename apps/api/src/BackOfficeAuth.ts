@@ -12,7 +12,7 @@ import { Context, Duration, Effect, Layer, Option } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiMiddleware } from "effect/http-api"
 import * as Errors from "@school/domain/BackOfficeErrors"
-import { BackOfficeValidation, CurrentEmployee, SessionAuthentication } from "@school/domain/api/BackOfficeApi"
+import { BackOfficeValidation, CurrentEmployee, SessionAuthentication } from "@school/domain/api/BackOfficeMiddleware"
 import * as SessionRules from "@school/domain/Sessions"
 import { Sessions } from "@school/persistence/Sessions"
 import { validationBody } from "./RequestValidation.ts"
@@ -113,3 +113,14 @@ export const BackOfficeValidationLive = HttpApiMiddleware.layerSchemaErrorTransf
   BackOfficeValidation,
   (error) => Effect.fail(new Errors.ValidationFailed(validationBody(error)))
 )
+
+/**
+ * docs/back-office.md "Roles": the signed-in employee when their role is in
+ * `access`, else 403 FORBIDDEN. Every back-office handler calls it first,
+ * before it reads or changes anything.
+ */
+export const requireAccess = (access: SessionRules.Access) =>
+  Effect.flatMap(CurrentEmployee, (current) =>
+    access.includes(current.employee.role)
+      ? Effect.succeed(current)
+      : Effect.fail(new Errors.Forbidden({ message: `The ${current.employee.role} role may not do this.` })))

@@ -27,6 +27,10 @@ import { BackOfficeValidationLive, SessionAuthenticationLive, SessionConfig } fr
 import { ErrorEnvelope, routeTable } from "./ErrorEnvelope.ts"
 import { HEALTH_ROUTES, HealthRoutes } from "./Health.ts"
 import { LoginHandlersNoDeps, SessionsHandlersNoDeps } from "./http/BackOfficeSessions.ts"
+import { LeadSectionHandlersNoDeps, LeadSectionRepositories } from "./http/backoffice/LeadSection.ts"
+import { SchoolHandlersNoDeps, SchoolRepositories } from "./http/backoffice/School.ts"
+import { StaffHandlersNoDeps, StaffRepositories } from "./http/backoffice/Staff.ts"
+import { WebhooksHandlersNoDeps, WebhooksRepositories } from "./http/backoffice/Webhooks.ts"
 import { CatalogHandlersNoDeps } from "./http/Catalog.ts"
 import { DemoLessonsHandlersNoDeps } from "./http/DemoLessons.ts"
 import { EnrollmentsHandlersNoDeps } from "./http/Enrollments.ts"
@@ -53,7 +57,11 @@ export const Repositories = Layer.mergeAll(
   Leads.layer,
   DemoLessons.layer,
   Enrollments.layer,
-  Sessions.layer
+  Sessions.layer,
+  StaffRepositories,
+  WebhooksRepositories,
+  SchoolRepositories,
+  LeadSectionRepositories
 )
 
 /**
@@ -129,7 +137,14 @@ export const AppRoutesNoDeps = Layer.mergeAll(
     Layer.provide([AuthenticationLive, RequireWriteScopeLive, IdempotentWriteLive, RequestValidationLive])
   ),
   HttpApiBuilder.layer(BackOfficeApi, { openapiPath: BACK_OFFICE_OPENAPI_PATH }).pipe(
-    Layer.provide([LoginHandlersNoDeps, SessionsHandlersNoDeps]),
+    Layer.provide([
+      LoginHandlersNoDeps,
+      SessionsHandlersNoDeps,
+      StaffHandlersNoDeps,
+      WebhooksHandlersNoDeps,
+      SchoolHandlersNoDeps,
+      LeadSectionHandlersNoDeps
+    ]),
     Layer.provide([SessionAuthenticationLive, BackOfficeValidationLive])
   ),
   HttpApiScalar.layerCdn(PublicApi, { path: DOCS_PATH }),

@@ -15,10 +15,20 @@ export const Unauthenticated = row("BackOfficeUnauthenticated", 401, "UNAUTHENTI
 export type Unauthenticated = InstanceType<typeof Unauthenticated>
 export const Forbidden = row("BackOfficeForbidden", 403, "FORBIDDEN")
 export type Forbidden = InstanceType<typeof Forbidden>
+// spec 5.2: key issuance on a plan below Extended; exactly { success, code, message }.
+export const TariffTooLow = row("BackOfficeTariffTooLow", 403, "TARIFF_TOO_LOW")
+export type TariffTooLow = InstanceType<typeof TariffTooLow>
 export const NotFound = row("BackOfficeNotFound", 404, "NOT_FOUND")
 export type NotFound = InstanceType<typeof NotFound>
 export const MethodNotAllowed = row("BackOfficeMethodNotAllowed", 405, "METHOD_NOT_ALLOWED")
 export type MethodNotAllowed = InstanceType<typeof MethodNotAllowed>
+export const Conflict = row("BackOfficeConflict", 409, "CONFLICT")
+export type Conflict = InstanceType<typeof Conflict>
+// The public enrollment's rules (docs/decisions.md "Writes"), with the back office's codes.
+export const GroupFull = row("BackOfficeGroupFull", 409, "GROUP_FULL")
+export type GroupFull = InstanceType<typeof GroupFull>
+export const AlreadyEnrolled = row("BackOfficeAlreadyEnrolled", 409, "ALREADY_ENROLLED")
+export type AlreadyEnrolled = InstanceType<typeof AlreadyEnrolled>
 export const PayloadTooLarge = row("BackOfficePayloadTooLarge", 413, "PAYLOAD_TOO_LARGE")
 export type PayloadTooLarge = InstanceType<typeof PayloadTooLarge>
 export const UnsupportedMediaType = row("BackOfficeUnsupportedMediaType", 415, "UNSUPPORTED_MEDIA_TYPE")

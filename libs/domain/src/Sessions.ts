@@ -46,3 +46,17 @@ export const loginDelayMs = (failures: number): number =>
 /** Milliseconds still to wait before another attempt may be tried (0: try now). */
 export const loginWaitMs = (failures: number, lastFailedAtMs: number, nowMs: number): number =>
   Math.max(0, lastFailedAtMs + loginDelayMs(failures) - nowMs)
+
+/**
+ * Who may call what (docs/back-office.md "Roles"): full access is owner and
+ * administrator; the lead section adds manager; some calls add a role of
+ * their own (students and payments: manager; attendance: teacher).
+ */
+export type Access = ReadonlyArray<Role>
+export const ANY_EMPLOYEE: Access = ["owner", "administrator", "manager", "teacher"]
+export const FULL_ACCESS: Access = ["owner", "administrator"]
+export const LEAD_SECTION: Access = ["owner", "administrator", "manager"]
+export const FULL_ACCESS_OR_MANAGER: Access = LEAD_SECTION
+export const FULL_ACCESS_OR_TEACHER: Access = ["owner", "administrator", "teacher"]
+/** spec 5.3: webhook subscriptions are managed by the owner or an administrator only. */
+export const OWNER_OR_ADMINISTRATOR: Access = FULL_ACCESS

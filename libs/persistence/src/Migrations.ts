@@ -12,6 +12,7 @@ import * as RateLimits from "./migrations/0200_rate_limits.ts"
 import * as RowCounts from "./migrations/0300_row_counts.ts"
 import * as IdempotencyOwner from "./migrations/0400_idempotency_owner.ts"
 import * as Sessions from "./migrations/0500_sessions.ts"
+import * as BackOffice from "./migrations/0510_back_office.ts"
 
 /** A migration that runs its statements one by one. */
 export const fromStatements = (statements: ReadonlyArray<string>) =>
@@ -29,7 +30,8 @@ export const migrations = {
   "0200_rate_limits": fromStatements(RateLimits.statements),
   "0300_row_counts": fromStatements(RowCounts.statements),
   "0400_idempotency_owner": fromStatements(IdempotencyOwner.statements),
-  "0500_sessions": fromStatements(Sessions.statements)
+  "0500_sessions": fromStatements(Sessions.statements),
+  "0510_back_office": fromStatements(BackOffice.statements)
 }
 
 /** Applies every pending migration; returns the ones it applied. */

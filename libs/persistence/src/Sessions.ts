@@ -8,7 +8,7 @@
 import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { Ids } from "@school/domain"
-import { Employee } from "@school/domain/api/BackOfficeApi"
+import { Employee } from "@school/domain/api/BackOfficeMiddleware"
 import { Timestamp } from "@school/domain/Timestamps"
 import { normalizeEmail } from "./Schools.ts"
 

@@ -6,57 +6,22 @@
  * middleware tags. The server (apps/api) implements it; OpenAPI is generated
  * from it at `/api/crm/v1/openapi.json`.
  */
-import { Context, Schema } from "effect"
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, OpenApi } from "effect/http-api"
+import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import * as Errors from "../BackOfficeErrors.ts"
-import type { SchoolId } from "../Ids.ts"
-import { Role } from "../Sessions.ts"
 import { Timestamp } from "../Timestamps.ts"
+import { ApiKeysGroup, EmployeesGroup } from "./backoffice/Staff.ts"
+import { InboxGroup, LeadsGroup } from "./backoffice/LeadSection.ts"
+import { ReferenceGroup, StudentsGroup } from "./backoffice/School.ts"
+import { WebhooksGroup } from "./backoffice/Webhooks.ts"
+import { BackOfficeValidation, Employee, ok, SessionAuthentication } from "./BackOfficeMiddleware.ts"
 
 export const BACK_OFFICE_PATH = "/api/crm/v1"
-
-/** The employee a session belongs to. */
-export const Employee = Schema.Struct({
-  id: Schema.Int,
-  name: Schema.String,
-  email: Schema.String,
-  role: Role
-})
-export type Employee = typeof Employee.Type
-
-/** The authenticated employee, provided to every handler behind `SessionAuthentication`. */
-export class CurrentEmployee extends Context.Service<CurrentEmployee, {
-  readonly schoolId: SchoolId
-  readonly employee: Employee
-  readonly sessionId: number
-  readonly expiresAt: string
-}>()("school/domain/api/CurrentEmployee") {}
-
-/**
- * The session (docs/decisions.md "Back-office sessions"): the `crm_session`
- * cookie or `Authorization: Session <token>`; an API key never
- * authenticates here (401 UNAUTHENTICATED). A state-changing call
- * authenticated by the cookie must pass the cross-site request forgery check
- * (403 FORBIDDEN).
- */
-export class SessionAuthentication extends HttpApiMiddleware.Service<SessionAuthentication, {
-  provides: CurrentEmployee
-}>()("school/domain/api/SessionAuthentication", {
-  error: [Errors.Unauthenticated.envelope, Errors.Forbidden.envelope]
-}) {}
-
-/** Request decoding failures become 422 VALIDATION_FAILED with per-field messages. */
-export class BackOfficeValidation extends HttpApiMiddleware.Service<BackOfficeValidation>()(
-  "school/domain/api/BackOfficeValidation",
-  { error: Errors.ValidationFailed.envelope }
-) {}
 
 export const LoginRequest = Schema.Struct({
   email: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(320)),
   password: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(1024))
 })
-
-const ok = <S extends Schema.Top>(data: S) => Schema.Struct({ success: Schema.Literal(true), data })
 
 export const LoginResponse = ok(Schema.Struct({ token: Schema.String, expires_at: Timestamp, employee: Employee }))
 export const CurrentSessionResponse = ok(Schema.Struct({ employee: Employee, expires_at: Timestamp }))
@@ -82,6 +47,13 @@ export class SessionsGroup extends HttpApiGroup.make("sessions").add(
 export class BackOfficeApi extends HttpApi.make("crm-v1")
   .add(LoginGroup)
   .add(SessionsGroup)
+  .add(EmployeesGroup)
+  .add(ApiKeysGroup)
+  .add(WebhooksGroup)
+  .add(ReferenceGroup)
+  .add(StudentsGroup)
+  .add(LeadsGroup)
+  .add(InboxGroup)
   .prefix(BACK_OFFICE_PATH)
   .annotate(HttpApi.ParseOptions, { errors: "all" })
   .annotateMerge(OpenApi.annotations({

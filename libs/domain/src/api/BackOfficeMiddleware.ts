@@ -1,0 +1,55 @@
+/**
+ * What every back-office group shares (docs/back-office.md): the signed-in
+ * employee, the session middleware, the 422 transform, the success envelope
+ * (`{ success: true, data }`, lists with `meta`) and the access sets of the
+ * roles. Groups live in `./backoffice/`; `BackOfficeApi.ts` assembles them.
+ */
+import { Context, Schema } from "effect"
+import { HttpApiMiddleware } from "effect/http-api"
+import * as Errors from "../BackOfficeErrors.ts"
+import type { SchoolId } from "../Ids.ts"
+import { Meta } from "../Pagination.ts"
+import { Role } from "../Sessions.ts"
+
+/** The employee a session belongs to. */
+export const Employee = Schema.Struct({
+  id: Schema.Int,
+  name: Schema.String,
+  email: Schema.String,
+  role: Role
+})
+export type Employee = typeof Employee.Type
+
+/** The authenticated employee, provided to every handler behind `SessionAuthentication`. */
+export class CurrentEmployee extends Context.Service<CurrentEmployee, {
+  readonly schoolId: SchoolId
+  readonly employee: Employee
+  readonly sessionId: number
+  readonly expiresAt: string
+}>()("school/domain/api/CurrentEmployee") {}
+
+/**
+ * The session (docs/decisions.md "Back-office sessions"): the `crm_session`
+ * cookie or `Authorization: Session <token>`; an API key never
+ * authenticates here (401 UNAUTHENTICATED). A state-changing call
+ * authenticated by the cookie must pass the cross-site request forgery check
+ * (403 FORBIDDEN).
+ */
+export class SessionAuthentication extends HttpApiMiddleware.Service<SessionAuthentication, {
+  provides: CurrentEmployee
+}>()("school/domain/api/SessionAuthentication", {
+  error: [Errors.Unauthenticated.envelope, Errors.Forbidden.envelope]
+}) {}
+
+/** Request decoding failures become 422 VALIDATION_FAILED with per-field messages. */
+export class BackOfficeValidation extends HttpApiMiddleware.Service<BackOfficeValidation>()(
+  "school/domain/api/BackOfficeValidation",
+  { error: Errors.ValidationFailed.envelope }
+) {}
+
+/** `{ success: true, data }`. */
+export const ok = <S extends Schema.Top>(data: S) => Schema.Struct({ success: Schema.Literal(true), data })
+
+/** `{ success: true, data: [...], meta: { page, per_page, total } }`. */
+export const okList = <S extends Schema.Top>(item: S) =>
+  Schema.Struct({ success: Schema.Literal(true), data: Schema.Array(item), meta: Meta })
