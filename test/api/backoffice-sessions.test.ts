@@ -194,7 +194,10 @@ layer(Env, { excludeTestServices: true })("back-office sessions", (it) => {
         const world = yield* World
         const { token } = yield* signedIn(world.ownerEmail)
         const other = yield* signedIn(world.ownerEmail)
-        const out = yield* server.raw.request(`${CRM}/sessions/current`, { method: "DELETE", headers: withCookie(token) })
+        const out = yield* server.raw.request(`${CRM}/sessions/current`, {
+          method: "DELETE",
+          headers: { ...withCookie(token), "content-type": "application/json" }
+        })
         assert.strictEqual(out.status, 200, out.text)
         assert.deepStrictEqual(out.json, { success: true, data: {} })
         assert.match(out.headers.get("set-cookie") ?? "", /^crm_session=; HttpOnly; SameSite=Lax; Path=\/api\/crm; Max-Age=0$/u)
@@ -237,13 +240,20 @@ layer(Env, { excludeTestServices: true })("back-office sessions", (it) => {
           headers: { ...withCookie(token), "content-type": "application/x-www-form-urlencoded" }
         })
         expectBackOfficeError(formBody, 403, "FORBIDDEN")
+        // No content type at all: refused too (CSRF needs application/json on every cookie call that changes state).
+        const bare = yield* server.raw.request(`${CRM}/sessions/current`, { method: "DELETE", headers: withCookie(token) })
+        expectBackOfficeError(bare, 403, "FORBIDDEN")
         const alive = yield* server.raw.request(`${CRM}/sessions/current`, { headers: withCookie(token) })
         assert.strictEqual(alive.status, 200, alive.text)
         const same = yield* server.raw.request(`${CRM}/sessions/current`, {
           method: "DELETE",
-          headers: { ...withCookie(token), origin: `http://${host}` }
+          headers: { ...withCookie(token), origin: `http://${host}`, "content-type": "application/json" }
         })
         assert.strictEqual(same.status, 200, same.text)
+        // The Authorization header is not a browser's ambient credential: no content type needed.
+        const other = yield* signedIn(world.ownerEmail)
+        const byHeader = yield* server.raw.request(`${CRM}/sessions/current`, { method: "DELETE", headers: withSession(other.token) })
+        assert.strictEqual(byHeader.status, 200, byHeader.text)
       }))
   })
 
@@ -282,6 +292,24 @@ layer(Env, { excludeTestServices: true })("back-office sessions", (it) => {
   })
 
   describe("brute force", () => {
+    it.effect("30 concurrent wrong guesses for one e-mail: at most 5 are checked, the rest 429", () =>
+      Effect.gen(function*() {
+        const email = "burst@school-a.test"
+        yield* createSchool({ name: "School Burst", plan: null, owner: { name: "B", email, password: PASSWORD } })
+        const replies = yield* Effect.forEach(
+          Array.from({ length: 30 }, (_, i) => i),
+          (i) => signIn(email, `wrong password ${i}`),
+          { concurrency: "unbounded" }
+        )
+        const checked = replies.filter((reply) => reply.status === 401).length
+        const throttled = replies.filter((reply) => reply.status === 429).length
+        assert.strictEqual(checked + throttled, 30, replies.map((reply) => reply.status).join(","))
+        assert.isAtLeast(checked, 1)
+        assert.isAtMost(checked, SessionRules.FREE_FAILURES)
+        // Even the right password waits now.
+        expectBackOfficeError(yield* signIn(email, PASSWORD), 429, "TOO_MANY_ATTEMPTS")
+      }))
+
     it.effect("after 5 failures for one e-mail: 429 TOO_MANY_ATTEMPTS with Retry-After; other e-mails unaffected; success after the wait", () =>
       Effect.gen(function*() {
         const world = yield* World

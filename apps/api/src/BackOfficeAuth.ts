@@ -35,17 +35,15 @@ const originHost = (origin: string): string | undefined => {
   }
 }
 
-const hasBody = (headers: Readonly<Record<string, string | undefined>>) =>
-  headers["transfer-encoding"] !== undefined || (headers["content-length"] !== undefined && headers["content-length"] !== "0")
-
 const isJsonContentType = (value: string | undefined) =>
   value !== undefined && value.split(";")[0]?.trim().toLowerCase() === "application/json"
 
 /**
  * docs/decisions.md "Back-office sessions": a cookie-authenticated call that
- * changes state must carry `Content-Type: application/json` when it has a
- * body, and, when an `Origin` header is present, one whose host equals
- * `Host`. Why it fails, or undefined when it passes.
+ * changes state must carry `Content-Type: application/json`, body or not (a
+ * cross-site form or `sendBeacon` cannot send it without a CORS preflight,
+ * which this server never grants), and, when an `Origin` header is present,
+ * one whose host equals `Host`. Why it fails, or undefined when it passes.
  */
 export const csrfFailure = (request: HttpServerRequest.HttpServerRequest): string | undefined => {
   if (SAFE_METHODS.has(request.method)) return undefined
@@ -53,8 +51,8 @@ export const csrfFailure = (request: HttpServerRequest.HttpServerRequest): strin
   if (origin !== undefined && originHost(origin) !== request.headers["host"]) {
     return "A cross-origin request may not change anything with the session cookie."
   }
-  if (hasBody(request.headers) && !isJsonContentType(request.headers["content-type"])) {
-    return "A request with the session cookie must send its body as application/json."
+  if (!isJsonContentType(request.headers["content-type"])) {
+    return "A request with the session cookie that changes something must say Content-Type: application/json."
   }
   return undefined
 }

@@ -49,7 +49,14 @@ export class Sessions extends Context.Service<Sessions, {
   findLogin(email: string): Effect.Effect<Option.Option<LoginRecord>>
   /** The failed logins in a row for this e-mail; none when there are none. */
   failures(email: string): Effect.Effect<Option.Option<FailureRecord>>
-  recordFailure(email: string): Effect.Effect<void>
+  /**
+   * Counts an attempt as a failure before its password is checked, if the
+   * count is still `seen` (compare-and-set): of concurrent attempts that read
+   * the same count, one wins and the others read again, so a burst cannot
+   * slip more guesses past the throttle than one at a time would. False: the
+   * count moved; read it again.
+   */
+  claimAttempt(email: string, seen: number): Effect.Effect<boolean>
   clearFailures(email: string): Effect.Effect<void>
   /** A new session of `ttl` for the employee, stored by its token's hash. */
   create(
@@ -89,13 +96,15 @@ export class Sessions extends Context.Service<Sessions, {
             Effect.map(first),
             Effect.orDie
           ),
-        recordFailure: (email) =>
+        claimAttempt: (email, seen) =>
           sql`
             INSERT INTO login_failures (email, failures, last_failed_at)
             VALUES (${normalizeEmail(email)}, 1, clock_timestamp())
             ON CONFLICT (email) DO UPDATE
-            SET failures = login_failures.failures + 1, last_failed_at = clock_timestamp()`.pipe(
-            Effect.asVoid,
+            SET failures = login_failures.failures + 1, last_failed_at = clock_timestamp()
+            WHERE login_failures.failures = ${seen}
+            RETURNING 1 AS claimed`.pipe(
+            Effect.map((rows) => rows.length === 1),
             Effect.orDie
           ),
         clearFailures: (email) =>

@@ -35,6 +35,29 @@ const setCookie = (value: string, extra = "") =>
     )
   })
 
+/** Rounds of compare-and-set before a contended attempt is told to wait. */
+const ADMIT_ROUNDS = 5
+
+/**
+ * docs/decisions.md "Back-office sessions": admits an attempt (0), counting it
+ * as a failure until its password proves right, or says how many
+ * milliseconds it must wait. An attempt inside the wait is neither checked
+ * nor counted.
+ */
+const admit = (sessions: Sessions["Service"], email: string) =>
+  Effect.gen(function*() {
+    for (let round = 0; round < ADMIT_ROUNDS; round++) {
+      const failures = yield* sessions.failures(email)
+      const seen = Option.isSome(failures) ? failures.value.failures : 0
+      const wait = Option.isSome(failures)
+        ? SessionRules.loginWaitMs(seen, failures.value.last_failed_at_ms, failures.value.now_ms)
+        : 0
+      if (wait > 0) return wait
+      if (yield* sessions.claimAttempt(email, seen)) return 0
+    }
+    return SessionRules.FIRST_DELAY_MS
+  })
+
 const wrongCredentials = () => new Errors.Unauthenticated({ message: "Wrong e-mail or password." })
 
 export const LoginHandlersNoDeps = HttpApiBuilder.group(
@@ -45,27 +68,21 @@ export const LoginHandlersNoDeps = HttpApiBuilder.group(
     // Verified when the e-mail is unknown, so both answers cost one scrypt.
     const dummyHash = yield* hashPassword(randomBytes(16).toString("base64url"))
     return handlers.handle("create", Effect.fnUntraced(function*({ payload }) {
-      const failures = yield* sessions.failures(payload.email)
-      if (Option.isSome(failures)) {
-        const { failures: count, last_failed_at_ms, now_ms } = failures.value
-        const wait = SessionRules.loginWaitMs(count, last_failed_at_ms, now_ms)
-        if (wait > 0) {
-          const retryAfter = retryAfterSeconds(wait * 1000)
-          return yield* new Errors.TooManyAttempts({
-            message: `Too many failed sign-ins for this e-mail. Retry after ${retryAfter} second${retryAfter === 1 ? "" : "s"}.`,
-            headers: { "retry-after": retryAfter }
-          })
-        }
+      const admitted = yield* admit(sessions, payload.email)
+      if (admitted > 0) {
+        const retryAfter = retryAfterSeconds(admitted * 1000)
+        return yield* new Errors.TooManyAttempts({
+          message: `Too many failed sign-ins for this e-mail. Retry after ${retryAfter} second${retryAfter === 1 ? "" : "s"}.`,
+          headers: { "retry-after": retryAfter }
+        })
       }
       const login = yield* sessions.findLogin(payload.email)
       const matches = yield* verifyPassword(
         payload.password,
         Option.isSome(login) ? login.value.password_hash : dummyHash
       )
-      if (Option.isNone(login) || !matches) {
-        yield* sessions.recordFailure(payload.email)
-        return yield* wrongCredentials()
-      }
+      // The attempt was counted as a failure when it was admitted.
+      if (Option.isNone(login) || !matches) return yield* wrongCredentials()
       yield* sessions.clearFailures(payload.email)
       const { ttl } = yield* SessionConfig
       const token = SessionRules.generateToken()
