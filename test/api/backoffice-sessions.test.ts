@@ -156,6 +156,28 @@ layer(Env, { excludeTestServices: true })("back-office sessions", (it) => {
         yield* signedIn(world.otherEmail)
       }))
 
+    it.effect("an unknown e-mail costs what a wrong password costs (a dummy scrypt check): medians within 2x", () =>
+      Effect.gen(function*() {
+        const world = yield* World
+        const timed = (email: string, password: string) =>
+          Effect.gen(function*() {
+            const started = performance.now()
+            expectBackOfficeError(yield* signIn(email, password), 401, "UNAUTHENTICATED")
+            return performance.now() - started
+          })
+        const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
+        const unknown: Array<number> = []
+        const wrong: Array<number> = []
+        // Interleaved, 4 each: under the 5 free failures of the known e-mail.
+        for (let i = 0; i < 4; i++) {
+          unknown.push(yield* timed(`nobody-${i}@timing.test`, PASSWORD))
+          wrong.push(yield* timed(world.otherEmail, `wrong password ${i}`))
+        }
+        const ratio = median(unknown) / median(wrong)
+        assert.isTrue(ratio > 0.5 && ratio < 2, `unknown ${unknown.join(",")} ms, wrong ${wrong.join(",")} ms`)
+        yield* signedIn(world.otherEmail)
+      }))
+
     it.effect("a malformed body is 422 VALIDATION_FAILED with fields", () =>
       Effect.gen(function*() {
         const server = yield* TestServer
