@@ -1,0 +1,67 @@
+/**
+ * What a webhook delivery looks like on the wire (spec 6.2; docs/decisions.md
+ * "Webhooks"): the body `{ event, account_id, payload, timestamp }`, built
+ * once per delivery, and the headers of one attempt with both signatures:
+ *
+ * - `X-Service-Signature` (spec 6.2): lowercase hex HMAC-SHA256 of the raw
+ *   body bytes, keyed with the UTF-8 bytes of the whole secret string as
+ *   shown (`whsec_…`);
+ * - Standard Webhooks: `webhook-id` (the delivery id, the same on every
+ *   attempt), `webhook-timestamp` (unix seconds of this attempt) and
+ *   `webhook-signature` (`v1,` + base64 HMAC-SHA256 of
+ *   `{id}.{timestamp}.{body}`, keyed with the base64-decoded bytes after
+ *   `whsec_`), which the public `standardwebhooks` libraries verify.
+ */
+import { createHmac } from "node:crypto"
+
+export const SECRET_PREFIX = "whsec_"
+export const USER_AGENT = "school-service-webhooks/1"
+
+/**
+ * The delivery body. `payloadJson` is the event's payload as stored (JSON
+ * text), spliced in unchanged so its numbers keep their exact text
+ * (spec 6.4: 1500.5, never 1500.5000000001); `timestamp` is the first
+ * attempt's time, ISO 8601 with offset.
+ */
+export const deliveryBody = (options: {
+  readonly event: string
+  readonly accountId: number
+  readonly payloadJson: string
+  readonly timestamp: string
+}): string =>
+  `{"event":${JSON.stringify(options.event)},"account_id":${JSON.stringify(options.accountId)},"payload":${options.payloadJson},"timestamp":${
+    JSON.stringify(options.timestamp)
+  }}`
+
+/** spec 6.2: hex HMAC-SHA256 of the body, keyed with the secret string's UTF-8 bytes. */
+export const serviceSignature = (secret: string, body: string): string =>
+  createHmac("sha256", Buffer.from(secret, "utf8")).update(body, "utf8").digest("hex")
+
+/** The key Standard Webhooks signs with: the bytes the base64 after `whsec_` stands for. */
+const standardKey = (secret: string): Buffer =>
+  Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, "base64")
+
+/** Standard Webhooks: `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`. */
+export const standardSignature = (secret: string, id: string, timestampSeconds: number, body: string): string =>
+  `v1,${createHmac("sha256", standardKey(secret)).update(`${id}.${timestampSeconds}.${body}`, "utf8").digest("base64")}`
+
+/** The headers of one attempt of delivery `deliveryId` of `event`, at `nowSeconds`. */
+export const attemptHeaders = (options: {
+  readonly secret: string
+  readonly deliveryId: number
+  readonly event: string
+  readonly body: string
+  readonly nowSeconds: number
+}): Readonly<Record<string, string>> => {
+  const id = String(options.deliveryId)
+  return {
+    "content-type": "application/json",
+    "user-agent": USER_AGENT,
+    "x-service-event": options.event,
+    "x-service-delivery": id,
+    "x-service-signature": serviceSignature(options.secret, options.body),
+    "webhook-id": id,
+    "webhook-timestamp": String(options.nowSeconds),
+    "webhook-signature": standardSignature(options.secret, id, options.nowSeconds, options.body)
+  }
+}
