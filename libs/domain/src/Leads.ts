@@ -1,10 +1,14 @@
 /**
- * Leads created through POST /leads (spec 2.2, 3, 4.2; docs/decisions.md
- * "Writes"): the request body, the lead as the API returns it, the defaults
- * the specification fixes, and the rule that places a new lead in its funnel.
+ * Leads (spec 2.2, 3, 4.2; docs/decisions.md "Writes"): the public POST
+ * /leads body, the lead as the API returns it, the defaults the
+ * specification fixes, and the rule that places a new lead in its funnel;
+ * and the back office's lead section (docs/back-office.md): its lead (with
+ * the responsible employee), funnels with their statuses, the automation a
+ * status move runs (spec part 3), and the inbox it fills (tasks and
+ * notifications).
  */
 import { Option, Schema } from "effect"
-import { IntUpToMaxId } from "./Ids.ts"
+import { DecimalIntFromString, IntUpToMaxId, LeadId, PositiveInt32 } from "./Ids.ts"
 import { Phone } from "./Phone.ts"
 import { COMMENT_MAX, NAME_MAX, SOURCE_MAX, Text } from "./Text.ts"
 import { Timestamp } from "./Timestamps.ts"
@@ -43,6 +47,8 @@ export interface NewLead {
   readonly source: string
   /** 0: the main funnel. */
   readonly funnelId: number
+  /** The back office's responsible employee; a lead created through the public API has none (spec 2.2). */
+  readonly responsibleId?: number | null | undefined
 }
 
 /** spec 2.2 defaults: name and comment "", source "api" (also for an empty one), funnel 0. */
@@ -90,3 +96,210 @@ export const lowestPriorityStatus = (statuses: ReadonlyArray<PipelineStatus>): O
   }
   return Option.fromNullishOr(best)
 }
+
+// ---------------------------------------------------------------------------
+// The back office's lead section (docs/back-office.md)
+
+export const EmployeeId = PositiveInt32.pipe(Schema.brand("EmployeeId"))
+export type EmployeeId = typeof EmployeeId.Type
+export const PipelineStatusId = PositiveInt32.pipe(Schema.brand("PipelineStatusId"))
+export type PipelineStatusId = typeof PipelineStatusId.Type
+export const NotificationId = PositiveInt32.pipe(Schema.brand("NotificationId"))
+export type NotificationId = typeof NotificationId.Type
+
+/** `/leads/{id}/status`. */
+export const LeadIdFromPath = DecimalIntFromString(LeadId)
+/** `/notifications/{id}/read`. */
+export const NotificationIdFromPath = DecimalIntFromString(NotificationId)
+
+/** A funnel's and a status's name, and an automatic task's title: trimmed, non-empty, bounded. */
+export const TITLE_MAX = 255
+const RequiredName = (max: number) =>
+  Text(max).check(Schema.isMinLength(1, { message: "Expected a non-empty string" }))
+
+/** A pipeline status priority: any `integer` (smaller runs first; spec 2.2: a new lead takes the smallest). */
+export const Priority = Schema.Number.annotate({ message: "Expected an integer" }).check(
+  Schema.isInt(),
+  Schema.isBetween({ minimum: -2_147_483_648, maximum: 2_147_483_647 }, { message: "Expected a 32-bit integer" })
+)
+
+/** POST /leads in the back office: the public body (the same rules) plus the responsible employee. */
+export const CrmCreateLeadRequest = Schema.Struct({
+  ...CreateLeadRequest.fields,
+  responsible_id: optionalField(
+    IntUpToMaxId(1, "Expected a positive employee id"),
+    "an integer",
+    "An employee of the school who is responsible for the lead; omitted or null: none"
+  )
+}).annotate({
+  identifier: "CrmCreateLeadRequest",
+  message: "Expected a JSON object",
+  description: "Unknown fields are ignored."
+})
+export type CrmCreateLeadRequest = typeof CrmCreateLeadRequest.Type
+
+/** The public defaults (toNewLead) plus the responsible employee. */
+export const toCrmNewLead = (request: CrmCreateLeadRequest): NewLead => ({
+  ...toNewLead(request),
+  responsibleId: request.responsible_id ?? null
+})
+
+/** The lead as the back office shows it: the public lead (spec 2.2) plus its responsible employee. */
+export const CrmLead = Schema.Struct({
+  ...Lead.fields,
+  responsible_id: Schema.NullOr(Schema.Int).annotate({
+    description: "The responsible employee; null for a lead created through the public API (spec 2.2)"
+  })
+}).annotate({ identifier: "CrmLead" })
+export type CrmLead = typeof CrmLead.Type
+
+/** POST /leads/{id}/status. */
+export const MoveLeadRequest = Schema.Struct({
+  status_id: IntUpToMaxId(1, "Expected a positive status id").annotate({
+    description: "A status of the lead's funnel (its main funnel when the lead's funnel_id is 0)"
+  })
+}).annotate({ identifier: "MoveLeadRequest", message: "Expected a JSON object" })
+export type MoveLeadRequest = typeof MoveLeadRequest.Type
+
+export const FunnelStatus = Schema.Struct({
+  id: Schema.Int,
+  name: Schema.String,
+  priority: Schema.Int,
+  auto_task_title: Schema.NullOr(Schema.String).annotate({
+    description: "The task a move into this status creates; null: the move runs no automation"
+  })
+}).annotate({ identifier: "FunnelStatus" })
+export type FunnelStatus = typeof FunnelStatus.Type
+
+export const Funnel = Schema.Struct({
+  id: Schema.Int,
+  name: Schema.String,
+  is_main: Schema.Boolean.annotate({ description: "The school's main funnel, the one funnel_id 0 means" }),
+  statuses: Schema.Array(FunnelStatus).annotate({ description: "Ordered by priority, then id" })
+}).annotate({ identifier: "Funnel" })
+export type Funnel = typeof Funnel.Type
+
+export const NewFunnelStatus = Schema.Struct({
+  name: RequiredName(NAME_MAX),
+  priority: Priority,
+  auto_task_title: optionalField(
+    Text(TITLE_MAX),
+    "a string",
+    `At most ${TITLE_MAX} characters, trimmed; omitted, null or "": no automation`
+  )
+}).annotate({ message: "Expected a JSON object" })
+export type NewFunnelStatus = typeof NewFunnelStatus.Type
+
+/** How many statuses one funnel may have. */
+export const MAX_STATUSES = 100
+
+/** The first priority that appears twice, if any. */
+export const repeatedPriority = (statuses: ReadonlyArray<{ readonly priority: number }>): Option.Option<number> => {
+  const seen = new Set<number>()
+  for (const { priority } of statuses) {
+    if (seen.has(priority)) return Option.some(priority)
+    seen.add(priority)
+  }
+  return Option.none()
+}
+
+export const CreateFunnelRequest = Schema.Struct({
+  name: RequiredName(NAME_MAX),
+  statuses: Schema.Array(NewFunnelStatus).annotate({ message: "Expected an array of statuses" }).check(
+    Schema.isMinLength(1, { message: "Expected at least one status" }),
+    Schema.isMaxLength(MAX_STATUSES, { message: `Expected at most ${MAX_STATUSES} statuses` }),
+    Schema.makeFilter((statuses: ReadonlyArray<NewFunnelStatus>) =>
+      Option.match(repeatedPriority(statuses), {
+        onNone: () => true,
+        onSome: (priority) => `Expected distinct priorities: ${priority} appears more than once`
+      })
+    )
+  )
+}).annotate({ identifier: "CreateFunnelRequest", message: "Expected a JSON object" })
+export type CreateFunnelRequest = typeof CreateFunnelRequest.Type
+
+/** A status to store: an empty title is no automation. */
+export const toStoredStatus = (status: NewFunnelStatus) => ({
+  name: status.name,
+  priority: status.priority,
+  autoTaskTitle: status.auto_task_title === undefined || status.auto_task_title === null || status.auto_task_title === ""
+    ? null
+    : status.auto_task_title
+})
+
+/** What a move reads under the lead's lock. */
+export interface MovingLead {
+  readonly id: number
+  readonly name: string
+  readonly phone: string
+  readonly pipeline_status_id: number
+  readonly responsible_id: number | null
+}
+
+export interface TargetStatus {
+  readonly id: number
+  readonly auto_task_title: string | null
+}
+
+/** What a move does (MoveLead.automation). */
+export interface MovePlan {
+  /** False: the lead is already in the status; nothing at all happens. */
+  readonly moved: boolean
+  readonly task: Option.Option<{ readonly title: string; readonly assigneeId: number | null }>
+  readonly notification: Option.Option<{ readonly employeeId: number; readonly message: string }>
+}
+
+/** The `task_assigned` notification's text: the task and the lead it is about. */
+export const taskAssignedMessage = (lead: Pick<MovingLead, "id" | "name" | "phone">, title: string): string => {
+  const who = lead.name === "" ? lead.phone : `${lead.name}, ${lead.phone}`
+  return `New task "${title}" for lead #${lead.id} (${who})`
+}
+
+/**
+ * spec part 3 ("Lead" row): the funnel automation runs only on an explicit
+ * move between statuses, never on creation. A move into a status with an
+ * `auto_task_title` creates that task for the lead's responsible employee
+ * and notifies them; a lead with no responsible (an API lead, spec 2.2) gets
+ * an unassigned task and nobody is notified. A move to the status the lead
+ * is already in is no move: nothing runs.
+ */
+export const automation = (lead: MovingLead, target: TargetStatus): MovePlan => {
+  if (lead.pipeline_status_id === target.id) {
+    return { moved: false, task: Option.none(), notification: Option.none() }
+  }
+  const title = target.auto_task_title
+  if (title === null || title === "") return { moved: true, task: Option.none(), notification: Option.none() }
+  return {
+    moved: true,
+    task: Option.some({ title, assigneeId: lead.responsible_id }),
+    notification: lead.responsible_id === null
+      ? Option.none()
+      : Option.some({ employeeId: lead.responsible_id, message: taskAssignedMessage(lead, title) })
+  }
+}
+
+// The inbox: each employee's notifications and tasks.
+
+export const NotificationKind = Schema.Literals(["subscription_problematic", "task_assigned"])
+export type NotificationKind = typeof NotificationKind.Type
+
+export const Notification = Schema.Struct({
+  id: Schema.Int,
+  kind: NotificationKind,
+  message: Schema.String,
+  subscription_id: Schema.NullOr(Schema.Int).annotate({
+    description: "The webhook subscription a subscription_problematic notification is about; null otherwise"
+  }),
+  created_at: Timestamp,
+  read_at: Schema.NullOr(Timestamp).annotate({ description: "When it was first marked read; null: unread" })
+}).annotate({ identifier: "Notification" })
+export type Notification = typeof Notification.Type
+
+export const Task = Schema.Struct({
+  id: Schema.Int,
+  title: Schema.String,
+  lead_id: Schema.Int,
+  assignee_id: Schema.NullOr(Schema.Int).annotate({ description: "null: unassigned (the lead has no responsible)" }),
+  created_at: Timestamp
+}).annotate({ identifier: "Task" })
+export type Task = typeof Task.Type

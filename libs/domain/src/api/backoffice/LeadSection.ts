@@ -1,18 +1,92 @@
 /**
- * The back office's lead section (docs/back-office.md; spec part 3): leads,
- * their funnels and status moves with the funnel automation; and each
- * employee's inbox: notifications and tasks. Endpoints are added before
- * `.middleware(...)`.
+ * The back office's lead section (docs/back-office.md; spec 2.2, part 3):
+ * leads (creation with the public rules, the general list, the explicit
+ * status move that runs the funnel automation) and funnels with their
+ * statuses; and each employee's inbox: notifications and tasks. Endpoints
+ * are added before `.middleware(...)`, which applies to those added before it.
  */
-import { HttpApiGroup } from "effect/http-api"
-import { BackOfficeValidation, SessionAuthentication } from "../BackOfficeMiddleware.ts"
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import * as Errors from "../../BackOfficeErrors.ts"
+import * as Leads from "../../Leads.ts"
+import { Meta, Page, PerPage } from "../../Pagination.ts"
+import { BackOfficeValidation, ok, okList, SessionAuthentication } from "../BackOfficeMiddleware.ts"
+
+const pagination = {
+  page: Schema.optional(Page).annotate({ description: "Page number, from 1 (default 1)" }),
+  per_page: Schema.optional(PerPage).annotate({ description: "Items per page, 1..100 (default 20)" })
+}
+
+const created = <S extends Schema.Top>(item: S) => ok(item).pipe(HttpApiSchema.status(201))
+
+/** GET /notifications: the list's meta adds the caller's unread count (for the panel's badge). */
+export const NotificationsMeta = Schema.Struct({
+  ...Meta.fields,
+  unread: Schema.Int.annotate({ description: "How many of the caller's notifications are unread, on any page" })
+})
+export const NotificationsResponse = Schema.Struct({
+  success: Schema.Literal(true),
+  data: Schema.Array(Leads.Notification),
+  meta: NotificationsMeta
+})
 
 export class LeadsGroup extends HttpApiGroup.make("leads")
+  .add(
+    HttpApiEndpoint.post("create", "/leads", {
+      payload: Leads.CrmCreateLeadRequest,
+      success: created(Leads.CrmLead),
+      error: [Errors.Forbidden.envelope, Errors.ValidationFailed.envelope]
+    }).annotate(OpenApi.Summary, "Create a lead (emits lead.created; no funnel automation)"),
+    HttpApiEndpoint.get("list", "/leads", {
+      query: pagination,
+      success: okList(Leads.CrmLead),
+      error: Errors.Forbidden.envelope
+    }).annotate(OpenApi.Summary, "The school's general lead list, API leads included, by ascending id"),
+    HttpApiEndpoint.post("move", "/leads/:id/status", {
+      params: { id: Leads.LeadIdFromPath },
+      payload: Leads.MoveLeadRequest,
+      success: ok(Leads.CrmLead),
+      error: [Errors.Forbidden.envelope, Errors.NotFound.envelope, Errors.ValidationFailed.envelope]
+    }).annotate(
+      OpenApi.Summary,
+      "Move a lead to another status of its funnel: runs the status's automation (a task for the responsible and a notification to them)"
+    ),
+    HttpApiEndpoint.get("funnels", "/funnels", {
+      query: pagination,
+      success: okList(Leads.Funnel),
+      error: Errors.Forbidden.envelope
+    }).annotate(OpenApi.Summary, "The school's funnels with their statuses (by priority)"),
+    HttpApiEndpoint.post("createFunnel", "/funnels", {
+      payload: Leads.CreateFunnelRequest,
+      success: created(Leads.Funnel),
+      error: [Errors.Forbidden.envelope, Errors.ValidationFailed.envelope]
+    }).annotate(OpenApi.Summary, "Create a funnel with its statuses (distinct priorities, optional auto_task_title)")
+  )
   .middleware(BackOfficeValidation)
   .middleware(SessionAuthentication)
 {}
 
 export class InboxGroup extends HttpApiGroup.make("inbox")
+  .add(
+    HttpApiEndpoint.get("notifications", "/notifications", {
+      query: pagination,
+      success: NotificationsResponse,
+      error: Errors.Forbidden.envelope
+    }).annotate(OpenApi.Summary, "The caller's notifications, newest first; meta.unread counts the unread ones"),
+    HttpApiEndpoint.post("read", "/notifications/:id/read", {
+      params: { id: Leads.NotificationIdFromPath },
+      success: ok(Leads.Notification),
+      error: [Errors.Forbidden.envelope, Errors.NotFound.envelope]
+    }).annotate(OpenApi.Summary, "Mark one of the caller's notifications read (the first read time stays)"),
+    HttpApiEndpoint.get("tasks", "/tasks", {
+      query: pagination,
+      success: okList(Leads.Task),
+      error: Errors.Forbidden.envelope
+    }).annotate(
+      OpenApi.Summary,
+      "Tasks assigned to the caller; full access sees every task of the school, unassigned ones included"
+    )
+  )
   .middleware(BackOfficeValidation)
   .middleware(SessionAuthentication)
 {}

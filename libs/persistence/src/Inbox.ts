@@ -1,0 +1,103 @@
+/**
+ * Each employee's inbox in the back office (docs/back-office.md
+ * "GET /notifications", "POST /notifications/{id}/read", "GET /tasks"):
+ * their notifications, newest first, with the count still unread; marking
+ * one read (the first read time stays); and the tasks the funnel automation
+ * made (spec part 3): an employee's own, or every task of the school for
+ * full access, unassigned ones included. Rows are written elsewhere: tasks
+ * and `task_assigned` notifications by a lead's move (Leads.ts), the
+ * dispatcher's `subscription_problematic` notifications by the dispatcher.
+ */
+import { Context, Effect, Layer, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { type Ids, Leads as LeadRules, Pagination } from "@school/domain"
+import * as BackOfficeErrors from "@school/domain/BackOfficeErrors"
+import { type PageResult, pageReader } from "./Paging.ts"
+
+const decodeNotification = Schema.decodeUnknownEffect(LeadRules.Notification)
+
+/** The head every row of the notifications' page carries: both counts, and the row's id (NULL: empty page). */
+const NotificationsHead = Schema.Struct({ total: Schema.Int, unread: Schema.Int, id: Schema.NullOr(Schema.Int) })
+const decodeNotificationsHead = Schema.decodeUnknownEffect(NotificationsHead)
+const decodeNotifications = Schema.decodeUnknownEffect(Schema.Array(LeadRules.Notification))
+
+export interface NotificationsPage extends PageResult<LeadRules.Notification> {
+  /** How many of the employee's notifications are unread, on any page. */
+  readonly unread: number
+}
+
+/** Whose tasks a list shows: one employee's, or the whole school's. */
+export type TaskScope =
+  | { readonly _tag: "Assignee"; readonly employeeId: number }
+  | { readonly _tag: "School" }
+
+export class Inbox extends Context.Service<Inbox, {
+  /** The employee's notifications, newest first, and their unread count. */
+  notifications(schoolId: Ids.SchoolId, employeeId: number, page: Pagination.PageRequest): Effect.Effect<NotificationsPage>
+  /** Marks the employee's own notification read; NOT_FOUND for anyone else's or a missing one. */
+  markRead(
+    schoolId: Ids.SchoolId,
+    employeeId: number,
+    id: LeadRules.NotificationId
+  ): Effect.Effect<LeadRules.Notification, BackOfficeErrors.NotFound>
+  /** Tasks by ascending id. */
+  tasks(schoolId: Ids.SchoolId, scope: TaskScope, page: Pagination.PageRequest): Effect.Effect<PageResult<LeadRules.Task>>
+}>()("school/persistence/Inbox") {
+  static readonly layer = Layer.effect(
+    Inbox,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+
+      const notificationColumns = sql`id, kind, message, subscription_id, api_ts(created_at) AS created_at,
+        api_ts(read_at) AS read_at`
+
+      const notifications = (schoolId: Ids.SchoolId, employeeId: number, page: Pagination.PageRequest) =>
+        Effect.gen(function*() {
+          const { limit, offset } = Pagination.toWindow(page)
+          const mine = sql`school_id = ${schoolId} AND employee_id = ${employeeId}::int`
+          // One round trip: both counts joined laterally with the page (Paging.ts), index notifications_employee.
+          const rows = yield* sql`
+            SELECT t.total, t.unread, p.*
+            FROM (SELECT count(*)::int AS total, (count(*) FILTER (WHERE read_at IS NULL))::int AS unread
+                  FROM notifications WHERE ${mine}) t
+            LEFT JOIN LATERAL (
+              SELECT ${notificationColumns} FROM notifications WHERE ${mine}
+              ORDER BY id DESC LIMIT ${limit} OFFSET ${offset}
+            ) p ON true`
+          const head = yield* decodeNotificationsHead(rows[0])
+          const items = head.id === null ? [] : yield* decodeNotifications(rows)
+          return { items, total: head.total, unread: head.unread }
+        }).pipe(Effect.orDie)
+
+      const markRead = Effect.fnUntraced(function*(
+        schoolId: Ids.SchoolId,
+        employeeId: number,
+        id: LeadRules.NotificationId
+      ) {
+        const rows = yield* sql`
+          UPDATE notifications SET read_at = coalesce(read_at, clock_timestamp())
+          WHERE school_id = ${schoolId} AND employee_id = ${employeeId}::int AND id = ${id}::int
+          RETURNING ${notificationColumns}`.pipe(Effect.orDie)
+        if (rows[0] === undefined) {
+          return yield* new BackOfficeErrors.NotFound({ message: `Notification ${id} does not exist.` })
+        }
+        return yield* Effect.orDie(decodeNotification(rows[0]))
+      })
+
+      const readTasks = pageReader(sql, LeadRules.Task)
+      const tasks = (schoolId: Ids.SchoolId, scope: TaskScope, page: Pagination.PageRequest) => {
+        const { limit, offset } = Pagination.toWindow(page)
+        const filter = scope._tag === "School"
+          ? sql`school_id = ${schoolId}`
+          : sql`school_id = ${schoolId} AND assignee_id = ${scope.employeeId}::int`
+        return readTasks(
+          sql`SELECT count(*)::int AS total FROM tasks WHERE ${filter}`,
+          sql`SELECT id, title, lead_id, assignee_id, api_ts(created_at) AS created_at
+              FROM tasks WHERE ${filter} ORDER BY id LIMIT ${limit} OFFSET ${offset}`
+        )
+      }
+
+      return Inbox.of({ notifications, markRead, tasks })
+    })
+  )
+}
