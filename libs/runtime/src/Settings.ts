@@ -19,6 +19,7 @@
 import { DEFAULT_WAIT } from "@school/domain/Idempotency"
 import { WINDOW } from "@school/domain/RateLimit"
 import { DEFAULT_TTL } from "@school/domain/Sessions"
+import { parseKey as parseWebhookSecretKey } from "@school/domain/WebhookSecret"
 import {
   Config,
   type ConfigProvider as ConfigProviderType,
@@ -68,6 +69,8 @@ export interface SettingsShape {
   readonly webhookRetryDelays: ReadonlyArray<Duration.Duration>
   readonly webhookTimeout: Duration.Duration
   readonly webhookAllowInsecureUrls: boolean
+  /** `WEBHOOK_SECRET_KEY` (base64 of 32 bytes): encrypts webhook secrets at rest; None: the development key. */
+  readonly webhookSecretKey: Option.Option<Uint8Array>
   readonly dispatcherConcurrency: number
   /** `RATE_LIMIT_WINDOW` (default 60 s, spec 8); None: `off`, nothing counted (measurements only). */
   readonly rateLimitWindow: Option.Option<Duration.Duration>
@@ -229,6 +232,10 @@ const settings = Config.all({
   webhookTimeout: Config.schema(DurationText, "WEBHOOK_TIMEOUT").pipe(Config.withDefault(Duration.seconds(10))),
   webhookAllowInsecureUrls: Config.schema(text(Schema.Boolean, "true or false", parseBoolean), "WEBHOOK_ALLOW_INSECURE_URLS")
     .pipe(Config.withDefault(false)),
+  webhookSecretKey: Config.option(Config.schema(
+    text(Schema.Uint8Array, "the base64 of 32 bytes, e.g. from openssl rand -base64 32", parseWebhookSecretKey),
+    "WEBHOOK_SECRET_KEY"
+  )),
   dispatcherConcurrency: Config.schema(
     text(Schema.Int, "an integer 1..10000", parseIntegerIn(1, 10_000)),
     "DISPATCHER_CONCURRENCY"
@@ -245,6 +252,9 @@ const settings = Config.all({
     Config.withDefault(Duration.seconds(2))
   )
 })
+
+/** Settings whose value is a secret: a malformed one is reported without its text. */
+const SECRET_SETTINGS: ReadonlySet<string> = new Set(["WEBHOOK_SECRET_KEY"])
 
 /** The provider with empty values taken for absent ones. */
 const emptyIsUnset = (provider: ConfigProviderType.ConfigProvider): ConfigProviderType.ConfigProvider =>
@@ -284,7 +294,16 @@ export const load: Effect.Effect<SettingsShape, InvalidSetting> = Effect.gen(fun
       const { expected, setting } = whatFailed(error.cause.issue)
       return provider.load([setting]).pipe(
         Effect.orDie,
-        Effect.flatMap((node) => Effect.fail(new InvalidSetting({ setting, expected, got: node?.value ?? "" })))
+        Effect.flatMap((node) => {
+          const got = node?.value ?? ""
+          return Effect.fail(
+            new InvalidSetting({
+              setting,
+              expected,
+              got: SECRET_SETTINGS.has(setting) ? `(${got.length} characters, not shown)` : got
+            })
+          )
+        })
       )
     })
   )
