@@ -64,8 +64,8 @@ export interface StaffSchool {
 
 let schools = 0
 
-/** A school on `plan` with a filial and one employee of each role, each able to sign in with PASSWORD. */
-export const staffSchool = Effect.fnUntraced(function*(plan: Plan | null = "pro") {
+/** A school on `plan` (default `pro`; `null`: no plan) with a filial and one employee of each role, each able to sign in with PASSWORD. */
+export const staffSchool = Effect.fnUntraced(function*(plan?: Plan | null) {
   const sql = yield* SqlClient.SqlClient
   const slug = `s${++schools}-${process.pid}-${Date.now().toString(36)}`
   const emails = {
@@ -76,7 +76,7 @@ export const staffSchool = Effect.fnUntraced(function*(plan: Plan | null = "pro"
   }
   const created = yield* createSchool({
     name: `School ${slug}`,
-    plan,
+    plan: plan === undefined ? "pro" : plan,
     owner: { name: "Olga Owner", email: emails.owner, password: PASSWORD }
   })
   const hash = yield* hashPassword(PASSWORD)
