@@ -65,41 +65,42 @@ export interface StaffSchool {
 let schools = 0
 
 /** A school on `plan` (default `pro`; `null`: no plan) with a filial and one employee of each role, each able to sign in with PASSWORD. */
-export const staffSchool = Effect.fnUntraced(function*(plan?: Plan | null) {
-  const sql = yield* SqlClient.SqlClient
-  const slug = `s${++schools}-${process.pid}-${Date.now().toString(36)}`
-  const emails = {
-    owner: `owner@${slug}.test`,
-    administrator: `admin@${slug}.test`,
-    manager: `manager@${slug}.test`,
-    teacher: `teacher@${slug}.test`
-  }
-  const created = yield* createSchool({
-    name: `School ${slug}`,
-    plan: plan === undefined ? "pro" : plan,
-    owner: { name: "Olga Owner", email: emails.owner, password: PASSWORD }
-  })
-  const hash = yield* hashPassword(PASSWORD)
-  const ids: Record<Role, number> = { owner: created.owner_id, administrator: 0, manager: 0, teacher: 0 }
-  for (const [role, name] of [["administrator", "Adam Admin"], ["manager", "Maria Manager"], ["teacher", "Tim Teacher"]] as const) {
-    const rows = yield* sql<{ id: number }>`
-      WITH e AS (
-        INSERT INTO employees (school_id, name, email, password_hash, role)
-        VALUES (${created.school_id}, ${name}, ${emails[role]}, ${hash}, ${role}) RETURNING school_id, id
-      ), l AS (INSERT INTO login_emails (email, school_id, employee_id) SELECT ${emails[role]}, school_id, id FROM e)
-      SELECT id FROM e`
-    ids[role] = rows[0]?.id ?? 0
-  }
-  const filial = yield* sql<{ id: number }>`
-    INSERT INTO filials (school_id, name, address) VALUES (${created.school_id}, 'Main', 'Main street 1') RETURNING id`
-  return {
-    schoolId: created.school_id,
-    mainFunnelId: created.main_funnel_id,
-    filialId: filial[0]?.id ?? 0,
-    ids,
-    emails
-  } satisfies StaffSchool
-}, Effect.orDie)
+export const staffSchool = (plan?: Plan | null): Effect.Effect<StaffSchool, never, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const slug = `s${++schools}-${process.pid}-${Date.now().toString(36)}`
+    const emails = {
+      owner: `owner@${slug}.test`,
+      administrator: `admin@${slug}.test`,
+      manager: `manager@${slug}.test`,
+      teacher: `teacher@${slug}.test`
+    }
+    const created = yield* createSchool({
+      name: `School ${slug}`,
+      plan: plan === undefined ? "pro" : plan,
+      owner: { name: "Olga Owner", email: emails.owner, password: PASSWORD }
+    })
+    const hash = yield* hashPassword(PASSWORD)
+    const ids: Record<Role, number> = { owner: created.owner_id, administrator: 0, manager: 0, teacher: 0 }
+    for (const [role, name] of [["administrator", "Adam Admin"], ["manager", "Maria Manager"], ["teacher", "Tim Teacher"]] as const) {
+      const rows = yield* sql<{ id: number }>`
+        WITH e AS (
+          INSERT INTO employees (school_id, name, email, password_hash, role)
+          VALUES (${created.school_id}, ${name}, ${emails[role]}, ${hash}, ${role}) RETURNING school_id, id
+        ), l AS (INSERT INTO login_emails (email, school_id, employee_id) SELECT ${emails[role]}, school_id, id FROM e)
+        SELECT id FROM e`
+      ids[role] = rows[0]?.id ?? 0
+    }
+    const filial = yield* sql<{ id: number }>`
+      INSERT INTO filials (school_id, name, address) VALUES (${created.school_id}, 'Main', 'Main street 1') RETURNING id`
+    return {
+      schoolId: created.school_id,
+      mainFunnelId: created.main_funnel_id,
+      filialId: filial[0]?.id ?? 0,
+      ids,
+      emails
+    } satisfies StaffSchool
+  }).pipe(Effect.orDie)
 
 /** Requests to the back office as one signed-in employee (`Authorization: Session <token>`). */
 export interface Crm {
