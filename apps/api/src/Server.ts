@@ -5,7 +5,7 @@
  * health, and the envelope for everything else.
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { ByteSize, type Duration, Layer } from "effect"
+import { ByteSize, type Duration, Layer, type Option } from "effect"
 import { type FindMyWay, HttpIncomingMessage, HttpRouter } from "effect/http"
 import { HttpApi, HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { createServer, type Server } from "node:http"
@@ -30,7 +30,7 @@ import { LoginHandlersNoDeps, SessionsHandlersNoDeps } from "./http/BackOfficeSe
 import { LeadSectionHandlersNoDeps, LeadSectionRepositories } from "./http/backoffice/LeadSection.ts"
 import { SchoolHandlersNoDeps, SchoolRepositories } from "./http/backoffice/School.ts"
 import { StaffHandlersNoDeps, StaffRepositories } from "./http/backoffice/Staff.ts"
-import { WebhooksHandlersNoDeps, WebhooksRepositories } from "./http/backoffice/Webhooks.ts"
+import { webhookConfigLayer, WebhooksHandlersNoDeps, WebhooksRepositories } from "./http/backoffice/Webhooks.ts"
 import { CatalogHandlersNoDeps } from "./http/Catalog.ts"
 import { DemoLessonsHandlersNoDeps } from "./http/DemoLessons.ts"
 import { EnrollmentsHandlersNoDeps } from "./http/Enrollments.ts"
@@ -169,6 +169,8 @@ export interface ServerOptions {
   readonly idempotencyWait?: Duration.Duration
   /** SESSION_TTL (default 12 h). */
   readonly sessionTtl?: Duration.Duration
+  /** WEBHOOK_ALLOW_INSECURE_URLS and WEBHOOK_SECRET_KEY (defaults: https and public receivers, the development key). */
+  readonly webhooks?: { readonly allowInsecureUrls: boolean; readonly secretKey: Option.Option<Uint8Array> }
   /** DATABASE_STATEMENT_TIMEOUT (docs/operators.md "Settings"; none when omitted). */
   readonly statementTimeout?: Duration.Duration
   /** DATABASE_ACQUIRE_TIMEOUT (docs/operators.md "Settings"; none when omitted). */
@@ -194,6 +196,7 @@ export const serverOptions = (settings: SettingsShape, databaseUrl: string): Ser
   rateLimitWindow: settings.rateLimitWindow,
   idempotencyWait: settings.idempotencyWait,
   sessionTtl: settings.sessionTtl,
+  webhooks: { allowInsecureUrls: settings.webhookAllowInsecureUrls, secretKey: settings.webhookSecretKey },
   statementTimeout: settings.databaseStatementTimeout,
   acquireTimeout: settings.databaseAcquireTimeout
 })
@@ -218,7 +221,8 @@ export const ServerLayerNoDeps = (options: Omit<ServerOptions, "databaseUrl" | "
     ),
     Layer.provide(
       options.sessionTtl === undefined ? Layer.empty : Layer.succeed(SessionConfig, { ttl: options.sessionTtl })
-    )
+    ),
+    Layer.provide(options.webhooks === undefined ? Layer.empty : webhookConfigLayer(options.webhooks))
   )
 
 /** The API's pool, with its bounds (docs/operators.md "Settings"). */
