@@ -21,8 +21,10 @@ import {
 } from "@school/api/http/backoffice/Webhooks"
 import { WebhookTest } from "@school/domain/Events"
 import * as WebhookSecret from "@school/domain/WebhookSecret"
+import { freePort } from "@school/runtime/Ports"
 import * as BackOffice from "../support/BackOffice.ts"
 import * as Logs from "../support/Logs.ts"
+import { entryPoints, lines, run, runUntil } from "../support/Processes.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
 import { TestServer } from "../support/TestServer.ts"
 
@@ -862,5 +864,36 @@ layer(InsecureEnv, { excludeTestServices: true })("webhook subscriptions, insecu
         Layer.build(webhookConfigLayer({ allowInsecureUrls: false, secretKey: Option.some(configuredKey) })).pipe(Effect.scoped)
       )
       assert.deepStrictEqual(quiet, [])
+    }))
+
+  it.effect("the real API process: the development-key warning once at start without WEBHOOK_SECRET_KEY, none with it", () =>
+    Effect.gen(function*() {
+      const database = yield* TestDatabase
+      const start = (env: Readonly<Record<string, string>>) =>
+        Effect.gen(function*() {
+          const port = yield* Effect.orDie(freePort)
+          const settings = { DATABASE_URL: database.url, PORT: String(port), HOST: "127.0.0.1", LOG_FORMAT: "json", ...env }
+          return yield* runUntil(entryPoints.api, settings, "listening", "SIGTERM", () => Effect.void)
+        })
+      const unset = yield* start({})
+      assert.isTrue(unset.becameReady, unset.stderr)
+      const warnings = lines(unset.stdout + unset.stderr).filter((line) => line.includes("development key"))
+      assert.strictEqual(warnings.length, 1, unset.stderr)
+      assert.include(warnings[0] ?? "", "WEBHOOK_SECRET_KEY")
+      const set = yield* start({ WEBHOOK_SECRET_KEY: Buffer.from(configuredKey).toString("base64") })
+      assert.isTrue(set.becameReady, set.stderr)
+      assert.notInclude(set.stdout + set.stderr, "development key")
+    }))
+
+  it.effect("a malformed WEBHOOK_SECRET_KEY stops the API at start: one line naming it, without its value", () =>
+    Effect.gen(function*() {
+      for (const value of ["c2hvcnQ=", "not-base64-at-all-but-long-enough-to-look-like-it", Buffer.alloc(32, 1).toString("hex")]) {
+        const result = yield* run(entryPoints.api, [], { WEBHOOK_SECRET_KEY: value, DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" })
+        assert.notStrictEqual(result.code, 0)
+        assert.strictEqual(result.stdout, "")
+        assert.deepStrictEqual(lines(result.stderr).length, 1, result.stderr)
+        assert.match(result.stderr, /^invalid setting WEBHOOK_SECRET_KEY: expected the base64 of 32 bytes/u)
+        assert.notInclude(result.stderr, value)
+      }
     }))
 })
