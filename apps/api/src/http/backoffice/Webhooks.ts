@@ -18,7 +18,6 @@ import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"
 import {
   normalizeEvents,
   RequiredAccess,
-  type SubscribableEventName,
   WebhooksAccess
 } from "@school/domain/api/backoffice/Webhooks"
 import * as Pagination from "@school/domain/Pagination"
@@ -150,8 +149,6 @@ const WebhooksGroupLive = HttpApiBuilder.group(
       return parsed.href
     })
 
-    const events = (names: ReadonlyArray<SubscribableEventName>) => normalizeEvents(names)
-
     return handlers
       .handle("create", Effect.fnUntraced(function*({ payload }) {
         const { schoolId } = yield* requireAccess(OWNER_OR_ADMINISTRATOR)
@@ -159,7 +156,7 @@ const WebhooksGroupLive = HttpApiBuilder.group(
         const secret = WebhookSecret.generateSecret()
         const created = yield* webhooks.create(schoolId, {
           url,
-          events: events(payload.events),
+          events: normalizeEvents(payload.events),
           secretCiphertext: WebhookSecret.encrypt(config.secretKey, secret)
         })
         return { success: true as const, data: { ...created, secret } }
@@ -183,7 +180,7 @@ const WebhooksGroupLive = HttpApiBuilder.group(
         const url = payload.url === undefined ? undefined : yield* checkUrl(payload.url)
         const updated = yield* webhooks.update(schoolId, params.id, {
           url,
-          events: payload.events === undefined ? undefined : events(payload.events)
+          events: payload.events === undefined ? undefined : normalizeEvents(payload.events)
         })
         if (Option.isNone(updated)) return yield* subscriptionNotFound(params.id)
         return { success: true as const, data: updated.value }
