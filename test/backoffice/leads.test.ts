@@ -159,13 +159,13 @@ layer(Env, { excludeTestServices: true })("back-office lead section", (it) => {
         })
       }))
 
-    it.effect("the public defaults: source api, name \"\", the main funnel, no responsible; funnel_id picks a funnel of the school", () =>
+    it.effect("the public defaults but source crm: name \"\", the main funnel, no responsible; funnel_id picks a funnel of the school", () =>
       Effect.gen(function*() {
         const { a } = yield* World
         const owner = yield* BackOffice.crm(a.emails.owner)
         const funnel = yield* Fixtures.funnel(a.schoolId, "Courses", false, [["B", 5], ["A", -3]])
         const plain = BackOffice.dataOf(Leads.CrmLead, yield* owner.post("/leads", { phone: "12345" }), 201)
-        assert.strictEqual(plain.source, "api")
+        assert.strictEqual(plain.source, "crm")
         assert.strictEqual(plain.name, "")
         assert.strictEqual(plain.comment, "")
         assert.strictEqual(plain.funnel_id, 0)

@@ -75,13 +75,14 @@ describe("the back office's POST /leads body: the public rules, plus responsible
     funnel_id: Schema.optionalKey(Schema.NullOr(Schema.Int))
   })
 
-  it.prop("without responsible_id it decodes exactly as the public body does, to the same new lead", [Body], ([body]) => {
+  it.prop("without responsible_id it decodes exactly as the public body does, to the same new lead but source crm", [Body], ([body]) => {
     const publicResult = Schema.decodeUnknownResult(Leads.CreateLeadRequest)(body)
     const crmResult = Schema.decodeUnknownResult(Leads.CrmCreateLeadRequest)(body)
     assert.strictEqual(Result.isSuccess(crmResult), Result.isSuccess(publicResult))
     if (Result.isSuccess(crmResult) && Result.isSuccess(publicResult)) {
       assert.deepStrictEqual(Leads.toCrmNewLead(crmResult.success), {
         ...Leads.toNewLead(publicResult.success),
+        source: "crm",
         responsibleId: null
       })
     }

@@ -138,9 +138,13 @@ export const CrmCreateLeadRequest = Schema.Struct({
 })
 export type CrmCreateLeadRequest = typeof CrmCreateLeadRequest.Type
 
-/** The public defaults (toNewLead) plus the responsible employee. */
+/** docs/decisions.md "Lead section and inbox": a lead typed in by staff says so when no source is given. */
+export const CRM_SOURCE = "crm"
+
+/** The public defaults (toNewLead) but source `crm` when none is given, plus the responsible employee. */
 export const toCrmNewLead = (request: CrmCreateLeadRequest): NewLead => ({
   ...toNewLead(request),
+  source: request.source === undefined || request.source === null || request.source === "" ? CRM_SOURCE : request.source,
   responsibleId: request.responsible_id ?? null
 })
 
