@@ -12,7 +12,13 @@ import { Context, Duration, Effect, Layer, Option } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiMiddleware } from "effect/http-api"
 import * as Errors from "@school/domain/BackOfficeErrors"
-import { BackOfficeValidation, CurrentEmployee, SessionAuthentication } from "@school/domain/api/BackOfficeMiddleware"
+import {
+  BackOfficeValidation,
+  CurrentEmployee,
+  RequiredAccess,
+  RoleCheck,
+  SessionAuthentication
+} from "@school/domain/api/BackOfficeMiddleware"
 import * as SessionRules from "@school/domain/Sessions"
 import { Sessions } from "@school/persistence/Sessions"
 import { validationBody } from "./RequestValidation.ts"
@@ -122,3 +128,9 @@ export const requireAccess = (access: SessionRules.Access) =>
     access.includes(current.employee.role)
       ? Effect.succeed(current)
       : Effect.fail(new Errors.Forbidden({ message: `The ${current.employee.role} role may not do this.` })))
+
+/** docs/back-office.md "Roles": the endpoint's `RequiredAccess`, checked before its request is decoded. */
+export const RoleCheckLive = Layer.succeed(
+  RoleCheck,
+  (httpEffect, { endpoint }) => Effect.flatMap(requireAccess(Context.get(endpoint.annotations, RequiredAccess)), () => httpEffect)
+)

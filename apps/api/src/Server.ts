@@ -23,7 +23,7 @@ import * as AccessLog from "@school/runtime/AccessLog"
 import type { SettingsShape } from "@school/runtime/Settings"
 import { Students } from "@school/persistence/Students"
 import { AuthenticationLive } from "./Authentication.ts"
-import { BackOfficeValidationLive, SessionAuthenticationLive, SessionConfig } from "./BackOfficeAuth.ts"
+import { BackOfficeValidationLive, RoleCheckLive, SessionAuthenticationLive, SessionConfig } from "./BackOfficeAuth.ts"
 import { ErrorEnvelope, routeTable } from "./ErrorEnvelope.ts"
 import { HEALTH_ROUTES, HealthRoutes } from "./Health.ts"
 import { LoginHandlersNoDeps, SessionsHandlersNoDeps } from "./http/BackOfficeSessions.ts"
@@ -145,7 +145,7 @@ export const AppRoutesNoDeps = Layer.mergeAll(
       SchoolHandlersNoDeps,
       LeadSectionHandlersNoDeps
     ]),
-    Layer.provide([SessionAuthenticationLive, BackOfficeValidationLive])
+    Layer.provide([SessionAuthenticationLive, BackOfficeValidationLive, RoleCheckLive])
   ),
   HttpApiScalar.layerCdn(PublicApi, { path: DOCS_PATH }),
   HealthRoutes,

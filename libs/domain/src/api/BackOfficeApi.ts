@@ -14,7 +14,8 @@ import { ApiKeysGroup, EmployeesGroup } from "./backoffice/Staff.ts"
 import { InboxGroup, LeadsGroup } from "./backoffice/LeadSection.ts"
 import { ReferenceGroup, StudentsGroup } from "./backoffice/School.ts"
 import { WebhooksGroup } from "./backoffice/Webhooks.ts"
-import { BackOfficeValidation, Employee, ok, SessionAuthentication } from "./BackOfficeMiddleware.ts"
+import { ANY_EMPLOYEE } from "../Sessions.ts"
+import { BackOfficeValidation, Employee, ok, RequiredAccess, RoleCheck, SessionAuthentication } from "./BackOfficeMiddleware.ts"
 
 export const BACK_OFFICE_PATH = "/api/crm/v1"
 
@@ -39,10 +40,12 @@ export class LoginGroup extends HttpApiGroup.make("login").add(
 /** The caller's own session. */
 export class SessionsGroup extends HttpApiGroup.make("sessions").add(
   HttpApiEndpoint.get("current", "/sessions/current", { success: CurrentSessionResponse })
+    .annotate(RequiredAccess, ANY_EMPLOYEE)
     .annotate(OpenApi.Summary, "The signed-in employee and when the session expires"),
   HttpApiEndpoint.delete("delete", "/sessions/current", { success: LogoutResponse })
+    .annotate(RequiredAccess, ANY_EMPLOYEE)
     .annotate(OpenApi.Summary, "Sign out: the token stops working at once")
-).middleware(BackOfficeValidation).middleware(SessionAuthentication) {}
+).middleware(RoleCheck).middleware(BackOfficeValidation).middleware(SessionAuthentication) {}
 
 export class BackOfficeApi extends HttpApi.make("crm-v1")
   .add(LoginGroup)

@@ -9,7 +9,7 @@ import { HttpApiMiddleware } from "effect/http-api"
 import * as Errors from "../BackOfficeErrors.ts"
 import type { SchoolId } from "../Ids.ts"
 import { Meta } from "../Pagination.ts"
-import { Role } from "../Sessions.ts"
+import { type Access, Role } from "../Sessions.ts"
 
 /** The employee a session belongs to. */
 export const Employee = Schema.Struct({
@@ -46,6 +46,28 @@ export class BackOfficeValidation extends HttpApiMiddleware.Service<BackOfficeVa
   "school/domain/api/BackOfficeValidation",
   { error: Errors.ValidationFailed.envelope }
 ) {}
+
+/**
+ * The roles an endpoint admits (docs/back-office.md "Roles"), as an endpoint
+ * annotation: `.annotate(RequiredAccess, FULL_ACCESS)`. An endpoint without
+ * one admits nobody.
+ */
+export const RequiredAccess = Context.Reference<Access>("school/domain/api/RequiredAccess", {
+  defaultValue: () => []
+})
+
+/**
+ * Checks the caller's role against the endpoint's `RequiredAccess` before
+ * anything of the request is decoded or done: a refused role gets 403
+ * FORBIDDEN whatever it sent, and nothing runs. Every group of the back
+ * office but sign-in uses it (after `SessionAuthentication`, which provides
+ * the caller).
+ */
+export class RoleCheck extends HttpApiMiddleware.Service<RoleCheck, {
+  requires: CurrentEmployee
+}>()("school/domain/api/RoleCheck", {
+  error: Errors.Forbidden.envelope
+}) {}
 
 /** `{ success: true, data }`. */
 export const ok = <S extends Schema.Top>(data: S) => Schema.Struct({ success: Schema.Literal(true), data })

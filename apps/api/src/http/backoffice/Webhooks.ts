@@ -2,7 +2,7 @@
  * Handlers of the back office's webhook subscriptions
  * (libs/domain/src/api/backoffice/Webhooks.ts; spec 5.3, 6.1;
  * docs/decisions.md "Webhooks"): the role check before decoding
- * (`WebhooksAccessLive`), the receiver-URL rule with its DNS lookup (the
+ * (checked first by `RoleCheck`, apps/api/src/BackOfficeAuth.ts), the receiver-URL rule with its DNS lookup (the
  * rule is libs/domain/src/ReceiverAddress.ts; the lookup, which is I/O,
  * happens here), the secret issued once and stored encrypted
  * (libs/domain/src/WebhookSecret.ts), and one repository call per request.
@@ -15,11 +15,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { lookup } from "node:dns/promises"
 import * as Errors from "@school/domain/BackOfficeErrors"
 import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"
-import {
-  normalizeEvents,
-  RequiredAccess,
-  WebhooksAccess
-} from "@school/domain/api/backoffice/Webhooks"
+import { normalizeEvents } from "@school/domain/api/backoffice/Webhooks"
 import * as Pagination from "@school/domain/Pagination"
 import { parseReceiverUrl, type Policy, resolvedRefusal } from "@school/domain/ReceiverAddress"
 import { FULL_ACCESS, OWNER_OR_ADMINISTRATOR } from "@school/domain/Sessions"
@@ -87,13 +83,6 @@ export const systemResolve: Resolve = (host) =>
 
 /** The resolver receiver hosts are checked with (tests give their own). */
 export const HostResolver = Context.Reference<Resolve>("school/api/HostResolver", { defaultValue: () => systemResolve })
-
-/** docs/back-office.md "Roles": the endpoint's `RequiredAccess`, checked before its request is decoded. */
-export const WebhooksAccessLive = Layer.succeed(
-  WebhooksAccess,
-  (httpEffect, { endpoint }) =>
-    Effect.flatMap(requireAccess(Context.get(endpoint.annotations, RequiredAccess)), () => httpEffect)
-)
 
 export const WebhooksRepositories = Webhooks.layer
 
@@ -231,5 +220,4 @@ const WebhooksGroupLive = HttpApiBuilder.group(
   })
 )
 
-/** The group's handlers and its role middleware (which the group needs, and the API's builder too). */
-export const WebhooksHandlersNoDeps = WebhooksGroupLive.pipe(Layer.provideMerge(WebhooksAccessLive))
+export const WebhooksHandlersNoDeps = WebhooksGroupLive

@@ -10,7 +10,8 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/ht
 import * as Errors from "../../BackOfficeErrors.ts"
 import * as Leads from "../../Leads.ts"
 import { Meta, Page, PerPage } from "../../Pagination.ts"
-import { BackOfficeValidation, ok, okList, SessionAuthentication } from "../BackOfficeMiddleware.ts"
+import { ANY_EMPLOYEE, FULL_ACCESS, LEAD_SECTION } from "../../Sessions.ts"
+import { BackOfficeValidation, ok, okList, RequiredAccess, RoleCheck, SessionAuthentication } from "../BackOfficeMiddleware.ts"
 
 const pagination = {
   page: Schema.optional(Page).annotate({ description: "Page number, from 1 (default 1)" }),
@@ -36,18 +37,21 @@ export class LeadsGroup extends HttpApiGroup.make("leads")
       payload: Leads.CrmCreateLeadRequest,
       success: created(Leads.CrmLead),
       error: [Errors.Forbidden.envelope, Errors.ValidationFailed.envelope]
-    }).annotate(OpenApi.Summary, "Create a lead (emits lead.created; no funnel automation)"),
+    }).annotate(RequiredAccess, LEAD_SECTION)
+      .annotate(OpenApi.Summary, "Create a lead (emits lead.created; no funnel automation)"),
     HttpApiEndpoint.get("list", "/leads", {
       query: pagination,
       success: okList(Leads.CrmLead),
       error: Errors.Forbidden.envelope
-    }).annotate(OpenApi.Summary, "The school's general lead list, API leads included, by ascending id"),
+    }).annotate(RequiredAccess, LEAD_SECTION)
+      .annotate(OpenApi.Summary, "The school's general lead list, API leads included, by ascending id"),
     HttpApiEndpoint.post("move", "/leads/:id/status", {
       params: { id: Leads.LeadIdFromPath },
       payload: Leads.MoveLeadRequest,
       success: ok(Leads.CrmLead),
       error: [Errors.Forbidden.envelope, Errors.NotFound.envelope, Errors.ValidationFailed.envelope]
-    }).annotate(
+    }).annotate(RequiredAccess, LEAD_SECTION)
+      .annotate(
       OpenApi.Summary,
       "Move a lead to another status of its funnel: runs the status's automation (a task for the responsible and a notification to them)"
     ),
@@ -55,13 +59,16 @@ export class LeadsGroup extends HttpApiGroup.make("leads")
       query: pagination,
       success: okList(Leads.Funnel),
       error: Errors.Forbidden.envelope
-    }).annotate(OpenApi.Summary, "The school's funnels with their statuses (by priority)"),
+    }).annotate(RequiredAccess, LEAD_SECTION)
+      .annotate(OpenApi.Summary, "The school's funnels with their statuses (by priority)"),
     HttpApiEndpoint.post("createFunnel", "/funnels", {
       payload: Leads.CreateFunnelRequest,
       success: created(Leads.Funnel),
       error: [Errors.Forbidden.envelope, Errors.ValidationFailed.envelope]
-    }).annotate(OpenApi.Summary, "Create a funnel with its statuses (distinct priorities, optional auto_task_title)")
+    }).annotate(RequiredAccess, FULL_ACCESS)
+      .annotate(OpenApi.Summary, "Create a funnel with its statuses (distinct priorities, optional auto_task_title)")
   )
+  .middleware(RoleCheck)
   .middleware(BackOfficeValidation)
   .middleware(SessionAuthentication)
 {}
@@ -72,21 +79,25 @@ export class InboxGroup extends HttpApiGroup.make("inbox")
       query: pagination,
       success: NotificationsResponse,
       error: Errors.Forbidden.envelope
-    }).annotate(OpenApi.Summary, "The caller's notifications, newest first; meta.unread counts the unread ones"),
+    }).annotate(RequiredAccess, ANY_EMPLOYEE)
+      .annotate(OpenApi.Summary, "The caller's notifications, newest first; meta.unread counts the unread ones"),
     HttpApiEndpoint.post("read", "/notifications/:id/read", {
       params: { id: Leads.NotificationIdFromPath },
       success: ok(Leads.Notification),
       error: [Errors.Forbidden.envelope, Errors.NotFound.envelope]
-    }).annotate(OpenApi.Summary, "Mark one of the caller's notifications read (the first read time stays)"),
+    }).annotate(RequiredAccess, ANY_EMPLOYEE)
+      .annotate(OpenApi.Summary, "Mark one of the caller's notifications read (the first read time stays)"),
     HttpApiEndpoint.get("tasks", "/tasks", {
       query: pagination,
       success: okList(Leads.Task),
       error: Errors.Forbidden.envelope
-    }).annotate(
+    }).annotate(RequiredAccess, ANY_EMPLOYEE)
+      .annotate(
       OpenApi.Summary,
       "Tasks assigned to the caller; full access sees every task of the school, unassigned ones included"
     )
   )
+  .middleware(RoleCheck)
   .middleware(BackOfficeValidation)
   .middleware(SessionAuthentication)
 {}

@@ -3,19 +3,26 @@
  * 6.1): create, list, read, change, disable/enable, test, the journal, one
  * delivery, resend, recover. The contract: paths, bodies, success shapes and
  * errors, and the roles each call needs (`RequiredAccess`, checked by
- * `WebhooksAccess` before the request is decoded, so a refused role gets 403
+ * `RoleCheck` before the request is decoded, so a refused role gets 403
  * FORBIDDEN whatever it sent). Endpoints are added before `.middleware(...)`.
  */
-import { Context, Effect, Schema, SchemaIssue, SchemaTransformation } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, OpenApi } from "effect/http-api"
+import { Effect, Schema, SchemaIssue, SchemaTransformation } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import * as Errors from "../../BackOfficeErrors.ts"
 import { DecimalIntFromString, PositiveInt32 } from "../../Ids.ts"
 import { Page, PerPage } from "../../Pagination.ts"
 import { MAX_URL_LENGTH } from "../../ReceiverAddress.ts"
-import { type Access, FULL_ACCESS, OWNER_OR_ADMINISTRATOR } from "../../Sessions.ts"
+import { FULL_ACCESS, OWNER_OR_ADMINISTRATOR } from "../../Sessions.ts"
 import { Text } from "../../Text.ts"
 import { IsoInstant, Timestamp } from "../../Timestamps.ts"
-import { BackOfficeValidation, CurrentEmployee, ok, okList, SessionAuthentication } from "../BackOfficeMiddleware.ts"
+import {
+  BackOfficeValidation,
+  ok,
+  okList,
+  RequiredAccess,
+  RoleCheck,
+  SessionAuthentication
+} from "../BackOfficeMiddleware.ts"
 
 // ---------------------------------------------------------------------------
 // Ids
@@ -196,28 +203,6 @@ export type DeliveryDetail = typeof DeliveryDetail.Type
 export const JOURNAL_LENGTH = 50
 
 // ---------------------------------------------------------------------------
-// Roles
-// ---------------------------------------------------------------------------
-
-/**
- * The roles an endpoint admits (docs/back-office.md "Roles"), as an
- * endpoint annotation; an endpoint without one admits nobody.
- */
-export const RequiredAccess = Context.Reference<Access>("school/domain/api/backoffice/RequiredAccess", {
-  defaultValue: () => []
-})
-
-/**
- * Checks the caller's role against the endpoint's `RequiredAccess` before
- * anything of the request is decoded or done: 403 FORBIDDEN.
- */
-export class WebhooksAccess extends HttpApiMiddleware.Service<WebhooksAccess, {
-  requires: CurrentEmployee
-}>()("school/domain/api/backoffice/WebhooksAccess", {
-  error: Errors.Forbidden.envelope
-}) {}
-
-// ---------------------------------------------------------------------------
 // Endpoints
 // ---------------------------------------------------------------------------
 
@@ -300,7 +285,7 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
     }).annotate(RequiredAccess, OWNER_OR_ADMINISTRATOR)
       .annotate(OpenApi.Summary, "Queue again every delivery that ended failed at or after since")
   )
-  .middleware(WebhooksAccess)
+  .middleware(RoleCheck)
   .middleware(BackOfficeValidation)
   .middleware(SessionAuthentication)
 {}
