@@ -3,10 +3,11 @@
  * and scopes"): `svc_<prefix>_<secret>`, prefix 8 characters of `[a-z0-9]`,
  * secret 32 of `[A-Za-z0-9]`. Parsing is total: any string is either a
  * well-formed key or `missing_or_malformed_key`, never a crash. And what a
- * key may do: its scope.
+ * key may do: its scope; and when a new key may expire: only in the future.
  */
 import { Option, Schema } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
+import { type Instant, parseInstant } from "./Timestamps.ts"
 
 /** What a key may do (spec 5.1): `read`, or `write`, which covers reads too. */
 export const Scope = Schema.Literals(["read", "write"])
@@ -61,4 +62,26 @@ export const hashSecret = (secret: string): Uint8Array => createHash("sha256").u
 export const secretMatches = (secret: string, storedHash: Uint8Array): boolean => {
   const presented = hashSecret(secret)
   return storedHash.length === presented.length && timingSafeEqual(storedHash, presented)
+}
+
+/** Why an expiry is refused: it is not after now. */
+export const EXPIRY_IN_PAST_MESSAGE = "Expected an instant in the future"
+
+/** Whether `instant` is strictly after `nowMs` (milliseconds since the epoch), to the microsecond. */
+export const isAfter = (instant: Instant, nowMs: number): boolean => {
+  const nowMicros = Math.floor(nowMs * 1000)
+  const nowSeconds = Math.floor(nowMicros / 1_000_000)
+  return instant.epochSeconds > nowSeconds ||
+    (instant.epochSeconds === nowSeconds && instant.micros > nowMicros - nowSeconds * 1_000_000)
+}
+
+/**
+ * docs/back-office.md "API keys": a new key's `expires_at` (ISO 8601 with an
+ * offset, libs/domain/src/Timestamps.ts) must lie in the future; a key that
+ * expired on issue would be of no use. Undefined when accepted, else why not.
+ */
+export const expiryProblem = (text: string, nowMs: number): string | undefined => {
+  const parsed = parseInstant(text)
+  if (parsed._tag === "Invalid") return parsed.message
+  return isAfter(parsed.instant, nowMs) ? undefined : EXPIRY_IN_PAST_MESSAGE
 }

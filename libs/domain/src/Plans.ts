@@ -19,5 +19,18 @@ export const budgetPerMinute = (plan: string | null): number => {
   }
 }
 
-/** Issuing API keys needs Extended or above (spec 5.2). */
-export const canIssueKeys = (plan: string | null): boolean => plan === "extended" || plan === "pro"
+/** The plans on which a school may issue API keys (spec 5.2): Extended and above. */
+export const KEY_ISSUING_PLANS: ReadonlyArray<Plan> = ["extended", "pro"]
+
+/**
+ * Issuing API keys needs Extended or above (spec 5.2); no plan, or one this
+ * code does not know, is below Extended (docs/decisions.md "Plans and key
+ * issuance"). The one rule for the back office and the operator CLI.
+ */
+export const canIssueKeys = (plan: string | null): boolean => KEY_ISSUING_PLANS.some((issuing) => issuing === plan)
+
+/** Why a school on `plan` may not issue keys: names the plan needed and the one it has. */
+export const keysNeedPlanMessage = (plan: string | null): string =>
+  `Issuing API keys needs the Extended or Pro plan; this school ${
+    plan === null ? "has no plan" : `is on the ${plan} plan`
+  }.`

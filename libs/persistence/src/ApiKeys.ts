@@ -1,11 +1,21 @@
 /**
  * API keys as the public API authenticates them (spec 5.1): the prefix finds
  * the key through the global routing table, the school's plan comes along
- * for the rate limit, in one round trip.
+ * for the rate limit, in one round trip. And as the back office lists and
+ * revokes them (docs/back-office.md "API keys"): never the secret nor its
+ * hash; every such call takes the caller's SchoolId, so another school's key
+ * is not found, like a missing one. Revoking sets `revoked_at` once (a
+ * second revocation keeps the first time); the trigger of migration 0200
+ * then tells every API process's rate limiter (NOTIFY
+ * `rate_limit_invalidate`), so the key answers `revoked_key` at once.
+ * Issuing is Schools.ts's (`issueApiKey`, `issueApiKeyOnPlan`).
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { ApiKey, Ids, Plans } from "@school/domain"
+import { ApiKeyView } from "@school/domain/api/backoffice/Staff"
+import { type PageRequest, toWindow } from "@school/domain/Pagination"
+import { type PageResult, pageReader } from "./Paging.ts"
 
 /** A key as authentication reads it: whose, what it may do, its secret's hash and its state. */
 export const KeyRecord = Schema.Struct({
@@ -20,14 +30,22 @@ export const KeyRecord = Schema.Struct({
 export type KeyRecord = typeof KeyRecord.Type
 
 const decodeKeys = Schema.decodeUnknownEffect(Schema.Array(KeyRecord))
+const decodeViews = Schema.decodeUnknownEffect(Schema.Array(ApiKeyView))
 
 export class ApiKeys extends Context.Service<ApiKeys, {
   findByPrefix(prefix: string): Effect.Effect<Option.Option<KeyRecord>>
+  /** The school's keys by ascending id, as the back office shows them. */
+  list(schoolId: Ids.SchoolId, page: PageRequest): Effect.Effect<PageResult<ApiKeyView>>
+  /** Revokes the school's key (the first revocation's time stays); None: no such key in this school. */
+  revoke(schoolId: Ids.SchoolId, id: Ids.ApiKeyId): Effect.Effect<Option.Option<ApiKeyView>>
 }>()("school/persistence/ApiKeys") {
   static readonly layer = Layer.effect(
     ApiKeys,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const readPage = pageReader(sql, ApiKeyView)
+      const columns = sql`id, name, scope, prefix, api_ts(created_at) AS created_at,
+        api_ts(expires_at) AS expires_at, api_ts(revoked_at) AS revoked_at`
       return ApiKeys.of({
         findByPrefix: (prefix) =>
           sql`
@@ -40,6 +58,22 @@ export class ApiKeys extends Context.Service<ApiKeys, {
             JOIN schools s ON s.id = k.school_id
             WHERE p.prefix = ${prefix}`.pipe(
             Effect.flatMap(decodeKeys),
+            Effect.map((keys) => Option.fromNullishOr(keys[0])),
+            Effect.orDie
+          ),
+        list: (schoolId, page) => {
+          const { limit, offset } = toWindow(page)
+          return readPage(
+            sql`SELECT count(*)::int AS total FROM api_keys WHERE school_id = ${schoolId}`,
+            sql`SELECT ${columns} FROM api_keys WHERE school_id = ${schoolId} ORDER BY id LIMIT ${limit} OFFSET ${offset}`
+          )
+        },
+        revoke: (schoolId, id) =>
+          sql`
+            UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
+            WHERE school_id = ${schoolId} AND id = ${id}
+            RETURNING ${columns}`.pipe(
+            Effect.flatMap(decodeViews),
             Effect.map((keys) => Option.fromNullishOr(keys[0])),
             Effect.orDie
           )

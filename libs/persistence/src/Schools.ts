@@ -1,13 +1,16 @@
 /**
  * Owns the life of a school as the operator sees it (docs/operators.md
  * "Operator CLI"): creating one with its owner and main funnel, changing its
- * plan, and issuing API keys. Each is one statement (data-modifying CTEs),
- * so a school is never half created. Rows are decoded here; SQL and decode errors are
+ * plan, and issuing API keys: `issueApiKeyOnPlan` applies the plan rule of
+ * spec 5.2 (`Plans.canIssueKeys`) for the back office and `keys create`;
+ * `issueApiKey` issues to any school (the demo seed, test fixtures). Each
+ * write is one statement (data-modifying CTEs), so a school is never half
+ * created. Rows are decoded here; SQL and decode errors are
  * defects, so callers see only the errors below.
  */
 import { formatApiKey, generateApiKey, hashSecret, Scope } from "@school/domain/ApiKey"
 import * as Ids from "@school/domain/Ids"
-import type { Plan } from "@school/domain/Plans"
+import { canIssueKeys, keysNeedPlanMessage, type Plan } from "@school/domain/Plans"
 import { Timestamp } from "@school/domain/Timestamps"
 import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
@@ -27,6 +30,15 @@ export class SchoolNotFound extends Schema.TaggedError<SchoolNotFound>()("School
 }) {
   override get message(): string {
     return `no school with id ${this.schoolId}`
+  }
+}
+
+/** spec 5.2: the school's plan is below Extended (or it has none), so it may not issue API keys. */
+export class PlanTooLow extends Schema.TaggedError<PlanTooLow>()("PlanTooLow", {
+  plan: Schema.NullOr(Schema.String)
+}) {
+  override get message(): string {
+    return keysNeedPlanMessage(this.plan)
   }
 }
 
@@ -182,6 +194,38 @@ export const issueApiKey = Effect.fn("Schools.issueApiKey")(
         while: (error) => error.reason._tag === "UniqueViolation"
       }),
       Effect.catchReason("SqlError", "ConstraintError", () => Effect.fail(new SchoolNotFound({ schoolId }))),
+      Effect.catchTag("SqlError", Effect.die)
+    )
+  }
+)
+
+const decodePlan = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ plan: Schema.NullOr(Schema.String) })))
+
+/**
+ * Issues a key when the school's plan allows it (spec 5.2, `canIssueKeys`:
+ * Extended or Pro; no plan is below Extended). The plan is read under a
+ * share lock on the school's row in the key's own transaction, so a
+ * concurrent plan change waits for the key, or the key for the change; the
+ * transaction is retried whole on the rare prefix collision.
+ */
+export const issueApiKeyOnPlan = Effect.fn("Schools.issueApiKeyOnPlan")(
+  function*(
+    schoolId: Ids.SchoolId,
+    input: NewApiKey
+  ): Effect.fn.Return<IssuedApiKey, SchoolNotFound | PlanTooLow, SqlClient.SqlClient> {
+    const sql = yield* SqlClient.SqlClient
+    const issue = Effect.gen(function*() {
+      const rows = yield* sql`SELECT plan FROM schools WHERE id = ${schoolId} FOR SHARE`
+      const [school] = yield* Effect.orDie(decodePlan(rows))
+      if (school === undefined) return yield* new SchoolNotFound({ schoolId })
+      if (!canIssueKeys(school.plan)) return yield* new PlanTooLow({ plan: school.plan })
+      return yield* insertKey(schoolId, input)
+    })
+    return yield* sql.withTransaction(issue).pipe(
+      Effect.retry({
+        times: 3,
+        while: (error) => error._tag === "SqlError" && error.reason._tag === "UniqueViolation"
+      }),
       Effect.catchTag("SqlError", Effect.die)
     )
   }

@@ -1,15 +1,108 @@
 /**
- * Handlers of the back office's Staff area (libs/domain/src/api/backoffice/Staff.ts).
+ * Handlers of the back office's staff and API keys
+ * (libs/domain/src/api/backoffice/Staff.ts; spec 5.2; docs/back-office.md
+ * "Employees", "API keys"): the role check before decoding
+ * (`StaffAccessLive`), then one repository call per request. A key is issued
+ * through `issueApiKeyOnPlan`, the plan rule the operator CLI applies too.
  * `StaffRepositories` names the persistence services they need; Server.ts
  * provides them with the rest.
  */
-import { Effect, Layer } from "effect"
+import { Clock, Effect, Layer, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
+import { expiryProblem } from "@school/domain/ApiKey"
+import * as Errors from "@school/domain/BackOfficeErrors"
 import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"
+import { StaffAccess } from "@school/domain/api/backoffice/Staff"
+import * as Pagination from "@school/domain/Pagination"
+import { FULL_ACCESS } from "@school/domain/Sessions"
+import { ApiKeys } from "@school/persistence/ApiKeys"
+import { Employees } from "@school/persistence/Employees"
+import { issueApiKeyOnPlan } from "@school/persistence/Schools"
+import { SqlClient } from "effect/sql"
+import { requireAccess } from "../../BackOfficeAuth.ts"
 
-export const StaffRepositories = Layer.empty
+/** docs/back-office.md "Roles": every staff and key call is for full access, checked before its request is decoded. */
+export const StaffAccessLive = Layer.succeed(
+  StaffAccess,
+  (httpEffect) => Effect.flatMap(requireAccess(FULL_ACCESS), () => httpEffect)
+)
 
-export const StaffHandlersNoDeps = Layer.mergeAll(
-  HttpApiBuilder.group(BackOfficeApi, "employees", (handlers) => Effect.succeed(handlers)),
-  HttpApiBuilder.group(BackOfficeApi, "apiKeys", (handlers) => Effect.succeed(handlers))
+export const StaffRepositories = Layer.mergeAll(Employees.layer, ApiKeys.layer)
+
+const EmployeesGroupLive = HttpApiBuilder.group(
+  BackOfficeApi,
+  "employees",
+  Effect.fnUntraced(function*(handlers) {
+    const employees = yield* Employees
+    return handlers
+      .handle("create", Effect.fnUntraced(function*({ payload }) {
+        const { schoolId } = yield* requireAccess(FULL_ACCESS)
+        const created = yield* employees.create(schoolId, payload).pipe(
+          Effect.catchTag("EmailTaken", (taken) =>
+            Effect.fail(
+              new Errors.Conflict({
+                message: `The login e-mail ${taken.email} is already taken.`,
+                fields: { email: ["This e-mail is already someone's login e-mail"] }
+              })
+            ))
+        )
+        return { success: true as const, data: created }
+      }))
+      .handle("list", Effect.fnUntraced(function*({ query }) {
+        const { schoolId } = yield* requireAccess(FULL_ACCESS)
+        const page = Pagination.pageRequest(query)
+        const result = yield* employees.list(schoolId, page)
+        return { success: true as const, data: result.items, meta: Pagination.meta(page, result.total) }
+      }))
+  })
+)
+
+const ApiKeysGroupLive = HttpApiBuilder.group(
+  BackOfficeApi,
+  "apiKeys",
+  Effect.fnUntraced(function*(handlers) {
+    const keys = yield* ApiKeys
+    const sql = yield* SqlClient.SqlClient
+    return handlers
+      .handle("create", Effect.fnUntraced(function*({ payload }) {
+        const { schoolId } = yield* requireAccess(FULL_ACCESS)
+        const expiresAt = payload.expires_at ?? null
+        if (expiresAt !== null) {
+          const problem = expiryProblem(expiresAt, yield* Clock.currentTimeMillis)
+          if (problem !== undefined) {
+            return yield* new Errors.ValidationFailed({
+              message: "Invalid request body: expires_at",
+              fields: { expires_at: [problem] }
+            })
+          }
+        }
+        const issued = yield* issueApiKeyOnPlan(schoolId, { name: payload.name, scope: payload.scope, expiresAt }).pipe(
+          Effect.provideService(SqlClient.SqlClient, sql),
+          Effect.catchTags({
+            PlanTooLow: (refused) => Effect.fail(new Errors.TariffTooLow({ message: refused.message })),
+            // The caller's own school exists as long as their session does.
+            SchoolNotFound: Effect.die
+          })
+        )
+        return { success: true as const, data: issued }
+      }))
+      .handle("list", Effect.fnUntraced(function*({ query }) {
+        const { schoolId } = yield* requireAccess(FULL_ACCESS)
+        const page = Pagination.pageRequest(query)
+        const result = yield* keys.list(schoolId, page)
+        return { success: true as const, data: result.items, meta: Pagination.meta(page, result.total) }
+      }))
+      .handle("revoke", Effect.fnUntraced(function*({ params }) {
+        const { schoolId } = yield* requireAccess(FULL_ACCESS)
+        const revoked = yield* keys.revoke(schoolId, params.id)
+        if (Option.isNone(revoked)) {
+          return yield* new Errors.NotFound({ message: `API key ${params.id} does not exist.` })
+        }
+        return { success: true as const, data: revoked.value }
+      }))
+  })
+)
+
+export const StaffHandlersNoDeps = Layer.mergeAll(EmployeesGroupLive, ApiKeysGroupLive).pipe(
+  Layer.provideMerge(StaffAccessLive)
 )
