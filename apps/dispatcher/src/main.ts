@@ -1,13 +1,22 @@
 /**
- * The dispatcher process (docs/development.md "apps/dispatcher"), for now only its
- * shell: reads the settings, checks DATABASE_URL answers (`SELECT 1`), says it
- * is ready, and waits until SIGTERM/SIGINT, then exits 0.
+ * The dispatcher process (docs/development.md "apps/dispatcher"; spec 6.5):
+ * reads the settings, connects to DATABASE_URL, runs the delivery loop
+ * (apps/dispatcher/src/Dispatcher.ts) and serves /health/live and
+ * /health/ready on HOST:DISPATCHER_PORT, until SIGTERM/SIGINT: then it
+ * stops claiming, lets the attempts in flight finish (WEBHOOK_TIMEOUT at
+ * most), records them and exits 0. It says "dispatcher ready" (with the
+ * port) once it runs. A database unreachable at start is one line and exit
+ * 1 (as the API); one that goes away later is logged and waited for, and the
+ * process keeps running.
  */
 import { checkConnection } from "@school/local-postgres/Database"
+import { DeliveryQueue } from "@school/persistence/DeliveryQueue"
 import * as Sql from "@school/persistence/Sql"
 import { runMain } from "@school/runtime/Main"
 import { InvalidSetting, Settings } from "@school/runtime/Settings"
-import { Duration, Effect, Option } from "effect"
+import { Duration, Effect, Layer, Option } from "effect"
+import { Dispatcher, optionsFromSettings } from "./Dispatcher.ts"
+import { serveHealth } from "./Health.ts"
 
 const program = Effect.gen(function*() {
   const settings = yield* Settings
@@ -18,19 +27,28 @@ const program = Effect.gen(function*() {
       got: ""
     })
   }
-  const url = settings.databaseUrl.value
-  yield* Effect.gen(function*() {
-    yield* checkConnection(url)
-    yield* Effect.logInfo("dispatcher ready", {
-      concurrency: settings.dispatcherConcurrency,
-      retryDelays: settings.webhookRetryDelays.map(Duration.format),
-      timeout: Duration.format(settings.webhookTimeout)
-    })
-    return yield* Effect.never
-  }).pipe(
-    Effect.provide(Sql.layer({ url, maxConnections: 2, applicationName: "school-dispatcher" })),
-    Effect.onInterrupt(() => Effect.logInfo("dispatcher stopping"))
+  const options = optionsFromSettings(settings)
+  const database = Sql.layer({
+    url: settings.databaseUrl.value,
+    // The loop, the recorder, the purge and /health/ready; LISTEN holds one more.
+    maxConnections: 6,
+    applicationName: "school-dispatcher",
+    statementTimeout: settings.databaseStatementTimeout,
+    acquireTimeout: settings.databaseAcquireTimeout
+  })
+  const pool = yield* Layer.build(database).pipe(Effect.orDie)
+  // Reachable at start, or one line and exit 1; once running, an outage is waited for.
+  yield* checkConnection(settings.databaseUrl.value).pipe(Effect.provideContext(pool))
+  const context = yield* Layer.build(
+    Dispatcher.layer(options).pipe(Layer.provideMerge(DeliveryQueue.layer), Layer.provideMerge(Layer.succeedContext(pool)))
   )
-}).pipe(Effect.provide(Settings.layerWithLogging))
+  const port = yield* serveHealth(settings.host, settings.dispatcherPort).pipe(Effect.provideContext(context))
+  yield* Effect.logInfo(`dispatcher ready; health on http://${settings.host}:${port}/health/ready`, {
+    port,
+    concurrency: options.concurrency,
+    timeout: Duration.format(options.timeout)
+  })
+  return yield* Effect.never
+}).pipe(Effect.scoped, Effect.provide(Settings.layerWithLogging))
 
 runMain(program)

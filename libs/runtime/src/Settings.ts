@@ -72,6 +72,12 @@ export interface SettingsShape {
   /** `WEBHOOK_SECRET_KEY` (base64 of 32 bytes): encrypts webhook secrets at rest; None: the development key. */
   readonly webhookSecretKey: Option.Option<Uint8Array>
   readonly dispatcherConcurrency: number
+  /** `DISPATCHER_PER_SUBSCRIPTION` (default 4): in-flight deliveries per subscription, so one receiver cannot take every slot. */
+  readonly dispatcherPerSubscription: number
+  /** `DISPATCHER_PORT` (default 3001; 0: any free port): the dispatcher's /health/live and /health/ready. */
+  readonly dispatcherPort: number
+  /** `DELIVERY_RETENTION` (default 30 days): delivered and failed deliveries older than this are purged (the last 50 per subscription stay). */
+  readonly deliveryRetention: Duration.Duration
   /** `RATE_LIMIT_WINDOW` (default 60 s, spec 8); None: `off`, nothing counted (measurements only). */
   readonly rateLimitWindow: Option.Option<Duration.Duration>
   /** `DATABASE_STATEMENT_TIMEOUT` (default 5 s): the API's bound on each statement. */
@@ -110,6 +116,14 @@ export const parseDurationList = (text: string): Option.Option<ReadonlyArray<Dur
     out.push(duration.value)
   }
   return out.length === 0 ? Option.none() : Option.some(out)
+}
+
+/** A positive duration, in days too: `30d`, `720h`, `1m`. */
+export const parseRetention = (text: string): Option.Option<Duration.Duration> => {
+  const days = /^(\d+(?:\.\d+)?)\s*d$/.exec(text.trim())
+  return days === null
+    ? parsePositiveDuration(text)
+    : Option.filter(Option.some(Duration.days(Number(days[1]))), (duration) => Duration.toMillis(duration) > 0)
 }
 
 export const parseIntegerIn = (min: number, max: number) => (text: string): Option.Option<number> => {
@@ -240,6 +254,17 @@ const settings = Config.all({
     text(Schema.Int, "an integer 1..10000", parseIntegerIn(1, 10_000)),
     "DISPATCHER_CONCURRENCY"
   ).pipe(Config.withDefault(32)),
+  dispatcherPerSubscription: Config.schema(
+    text(Schema.Int, "an integer 1..1000", parseIntegerIn(1, 1_000)),
+    "DISPATCHER_PER_SUBSCRIPTION"
+  ).pipe(Config.withDefault(4)),
+  dispatcherPort: Config.schema(text(Schema.Int, "an integer 0..65535", parseIntegerIn(0, 65535)), "DISPATCHER_PORT").pipe(
+    Config.withDefault(3001)
+  ),
+  deliveryRetention: Config.schema(
+    text(Schema.Duration, "a positive duration like 30d, 720h or 1m", parseRetention),
+    "DELIVERY_RETENTION"
+  ).pipe(Config.withDefault(Duration.days(30))),
   rateLimitWindow: Config.schema(
     text(Schema.Option(Schema.Duration), "a positive duration like 60s or 1m, or off", parseWindow),
     "RATE_LIMIT_WINDOW"

@@ -1,0 +1,379 @@
+/**
+ * The delivery loop of the dispatcher (spec 6.2, 6.5, part 3;
+ * docs/decisions.md "Webhooks"; docs/development.md "apps/dispatcher"). Its
+ * SQL is libs/persistence/src/DeliveryQueue.ts; here is the order of things:
+ *
+ * 1. Wake on the outbox's NOTIFY, on a finished attempt, when the next
+ *    pending delivery falls due, and at least every POLL_INTERVAL (1 s):
+ *    the safety net for a missed notification or a lost listen connection.
+ * 2. Fan out the new events, then claim due deliveries for the free slots
+ *    (DISPATCHER_CONCURRENCY in all, DISPATCHER_PER_SUBSCRIPTION per
+ *    subscription, first attempts first), each leased for WEBHOOK_TIMEOUT +
+ *    a margin.
+ * 3. A first attempt builds the body (`timestamp` = now) and stores it
+ *    before anything is sent; every attempt signs the stored bytes with its
+ *    own `webhook-timestamp` and POSTs them (apps/dispatcher/src/Receiver.ts).
+ * 4. The results are recorded in batches: the journal, the next attempt time
+ *    from the retry plan (one `Schedule`, libs/domain/src/RetryPlan.ts), the
+ *    subscription's transitions and notifications.
+ *
+ * SIGTERM (the layer's scope closing): stop claiming, let the attempts in
+ * flight finish (each is bounded by WEBHOOK_TIMEOUT), record them, exit.
+ * The database away: every step logs once, the loop keeps trying each
+ * second, `ready` is false until a step succeeds again.
+ */
+import type { SqlError } from "effect/sql"
+import * as RetryPlan from "@school/domain/RetryPlan"
+import * as WebhookSecret from "@school/domain/WebhookSecret"
+import * as Signature from "@school/domain/WebhookSignature"
+import { type AttemptRecord, type Claimed, DeliveryQueue } from "@school/persistence/DeliveryQueue"
+import type { SettingsShape } from "@school/runtime/Settings"
+import { Context, Duration, Effect, FiberSet, Layer, Option, Queue, Result, Schedule, Stream } from "effect"
+import * as Receiver from "./Receiver.ts"
+
+export interface DispatcherOptions {
+  readonly concurrency: number
+  readonly perSubscription: number
+  readonly timeout: Duration.Duration
+  readonly retryDelays: ReadonlyArray<Duration.Duration>
+  readonly allowInsecureUrls: boolean
+  readonly secretKey: Option.Option<Uint8Array>
+  readonly retention: Duration.Duration
+  /** The safety-net poll (default 1 s). */
+  readonly pollInterval?: Duration.Duration
+  /** How often the purge runs (default 1 min). */
+  readonly purgeInterval?: Duration.Duration
+}
+
+/** The dispatcher's options as the settings give them (docs/operators.md "Settings"). */
+export const optionsFromSettings = (settings: SettingsShape): DispatcherOptions => ({
+  concurrency: settings.dispatcherConcurrency,
+  perSubscription: settings.dispatcherPerSubscription,
+  timeout: settings.webhookTimeout,
+  retryDelays: settings.webhookRetryDelays,
+  allowInsecureUrls: settings.webhookAllowInsecureUrls,
+  secretKey: settings.webhookSecretKey,
+  retention: settings.deliveryRetention
+})
+
+/** Events fanned out per statement. */
+const FAN_OUT_BATCH = 500
+/** Deliveries claimed per statement, at most. */
+const CLAIM_BATCH = 100
+/** Attempts recorded per statement, at most. */
+const RECORD_BATCH = 200
+/** Deliveries purged per statement (small: the purge must not hold locks for long). */
+const PURGE_BATCH = 500
+/** docs/decisions.md "Webhooks": the journal's last deliveries per subscription stay whatever their age. */
+const JOURNAL_KEEP = 50
+
+/**
+ * The lease of a claimed delivery: the time-out plus a margin for storing
+ * the body before and recording the attempt after, so a live dispatcher
+ * never loses a lease it is using and a dead one's work is taken over soon.
+ */
+export const leaseOf = (timeout: Duration.Duration): Duration.Duration => {
+  const ms = Duration.toMillis(timeout)
+  return Duration.millis(ms + Math.max(2_000, ms / 2))
+}
+
+export interface DispatcherShape {
+  /** The database answered the last step of the loop. */
+  readonly ready: Effect.Effect<boolean>
+  /** Attempts in flight in this process. */
+  readonly inFlight: Effect.Effect<number>
+}
+
+export class Dispatcher extends Context.Service<Dispatcher, DispatcherShape>()("school/dispatcher/Dispatcher") {
+  /** The running loop; closing the layer's scope is the graceful stop. */
+  static readonly layer = (options: DispatcherOptions): Layer.Layer<Dispatcher, never, DeliveryQueue> =>
+    Layer.effect(Dispatcher, make(options))
+}
+
+/** An SQL error for the log. */
+const describe = (error: SqlError.SqlError): string => error.message
+
+const make = (options: DispatcherOptions) =>
+  Effect.gen(function*() {
+    const queue = yield* DeliveryQueue
+    const timeoutMs = Math.max(1, Math.round(Duration.toMillis(options.timeout)))
+    const leaseMs = Math.round(Duration.toMillis(leaseOf(options.timeout)))
+    const pollMs = Math.round(Duration.toMillis(options.pollInterval ?? Duration.seconds(1)))
+    const purgeEvery = options.purgeInterval ?? Duration.minutes(1)
+    const schedule = RetryPlan.retrySchedule(options.retryDelays)
+    const keys = WebhookSecret.keyRing(options.secretKey)
+    const policy = { allowInsecure: options.allowInsecureUrls }
+    const agents = Receiver.makeAgents()
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        agents.http.destroy()
+        agents.https.destroy()
+      })
+    )
+
+    let inFlight = 0
+    let databaseUp = true
+    let stopping = false
+
+    /** Logs the database going away once, and its return once. */
+    const databaseFailed = (step: string) => (error: SqlError.SqlError) =>
+      Effect.suspend(() => {
+        if (!databaseUp) return Effect.void
+        databaseUp = false
+        return Effect.logError("dispatcher: the database does not answer; retrying every second", { step, error: describe(error) })
+      })
+    const databaseAnswered = Effect.suspend(() => {
+      if (databaseUp) return Effect.void
+      databaseUp = true
+      return Effect.logInfo("dispatcher: the database answers again; resuming")
+    })
+
+    // One pending wake-up at most: more would only repeat the same cycle.
+    const wakeups = yield* Queue.sliding<void>(1)
+    const wake = Effect.sync(() => {
+      Queue.offerUnsafe(wakeups, undefined)
+    })
+
+    // -- Recording ---------------------------------------------------------
+    const results = yield* Queue.unbounded<AttemptRecord>()
+
+    /** Records a batch, retried a few times (the lease still covers it); uninterruptible so a stop waits for it. */
+    const recordBatch = (batch: ReadonlyArray<AttemptRecord>) =>
+      queue.record(batch).pipe(
+        Effect.retry(Schedule.max([Schedule.spaced("250 millis"), Schedule.recurs(8)])),
+        Effect.tap((recorded) =>
+          Effect.andThen(
+            databaseAnswered,
+            recorded.problematic > 0 || recorded.recovered > 0
+              ? Effect.logWarning("dispatcher: subscriptions changed status", recorded)
+              : Effect.void
+          )
+        ),
+        Effect.tap(() => wake),
+        Effect.catch((error) =>
+          Effect.andThen(
+            databaseFailed("record")(error),
+            Effect.logError(
+              "dispatcher: attempts not recorded; their deliveries go out again once their lease ends",
+              { attempts: batch.length }
+            )
+          )
+        ),
+        Effect.uninterruptible
+      )
+
+    // Registered before the recorder and the senders, so it runs after them: records what they left.
+    yield* Effect.addFinalizer(() =>
+      Queue.clear(results).pipe(
+        Effect.flatMap((left) => left.length === 0 ? Effect.void : recordBatch(left)),
+        Effect.timeout(Duration.seconds(5)),
+        Effect.ignore
+      )
+    )
+
+    yield* Effect.forkScoped(Effect.forever(
+      Queue.takeBetween(results, 1, RECORD_BATCH).pipe(Effect.flatMap(recordBatch))
+    ))
+
+    // -- Sending -----------------------------------------------------------
+    const senders = yield* FiberSet.make<void, never>()
+
+    /** The outcome of an attempt as the journal and the plan see it. */
+    const toRecord = (delivery: Claimed, at: Date, outcome: Receiver.Outcome) =>
+      Effect.gen(function*() {
+        if (outcome.ok) return { outcome: "delivered" as const, pauseMs: 0 }
+        const pause = yield* RetryPlan.pauseAfter(schedule, delivery.attempt)
+        return Option.match(pause, {
+          onNone: () => ({ outcome: "failed" as const, pauseMs: 0 }),
+          onSome: (delay) => ({ outcome: "retry" as const, pauseMs: Math.round(Duration.toMillis(delay)) })
+        })
+      }).pipe(Effect.map((next): AttemptRecord => ({
+        schoolId: delivery.school_id,
+        id: delivery.id,
+        lease: delivery.lease,
+        attempt: delivery.attempt,
+        at,
+        responseCode: outcome.responseCode,
+        error: outcome.error,
+        durationMs: outcome.durationMs,
+        responseBody: outcome.responseBody,
+        ...next
+      })))
+
+    /** One attempt: sign the stored body with this attempt's time, POST, queue the result. */
+    const attempt = (delivery: Claimed, body: string) =>
+      Effect.gen(function*() {
+        const at = new Date()
+        const secret = WebhookSecret.decrypt(keys, delivery.secret_ciphertext)
+        const outcome: Receiver.Outcome = Result.isFailure(secret)
+          ? {
+            ok: false,
+            responseCode: null,
+            error: "secret_unreadable",
+            detail: secret.failure,
+            responseBody: null,
+            durationMs: 0
+          }
+          : yield* Effect.promise(() =>
+            Receiver.post({
+              url: delivery.url,
+              headers: Signature.attemptHeaders({
+                secret: secret.success,
+                deliveryId: delivery.id,
+                event: delivery.event,
+                body,
+                nowSeconds: Math.floor(at.getTime() / 1000)
+              }),
+              body,
+              timeoutMs,
+              policy,
+              agents
+            })
+          )
+        if (!outcome.ok) {
+          yield* Effect.logDebug("dispatcher: attempt failed", {
+            delivery: delivery.id,
+            attempt: delivery.attempt,
+            code: outcome.responseCode,
+            error: outcome.error,
+            detail: outcome.detail
+          })
+        }
+        yield* Queue.offer(results, yield* toRecord(delivery, at, outcome))
+      }).pipe(
+        Effect.ensuring(Effect.sync(() => {
+          inFlight--
+        })),
+        Effect.uninterruptible
+      )
+
+    /** Stores the first attempts' bodies, then starts every attempt. */
+    const start = (claimed: ReadonlyArray<Claimed>) =>
+      Effect.gen(function*() {
+        const timestamp = new Date().toISOString()
+        const fresh = claimed.flatMap((delivery) =>
+          delivery.body === null
+            ? [{
+              schoolId: delivery.school_id,
+              id: delivery.id,
+              body: Signature.deliveryBody({
+                event: delivery.event,
+                accountId: delivery.school_id,
+                // The claim returns the payload whenever the body is still to be built.
+                payloadJson: delivery.payload ?? "{}",
+                timestamp
+              })
+            }]
+            : []
+        )
+        const stored = yield* queue.storeBodies(fresh)
+        const bodyOf = new Map(fresh.map((entry, i) => [entry.id, stored[i] ?? entry.body]))
+        for (const delivery of claimed) {
+          const body = delivery.body ?? bodyOf.get(delivery.id)
+          if (body === undefined) continue
+          inFlight++
+          yield* FiberSet.run(senders, attempt(delivery, body))
+        }
+      })
+
+    // -- The loop ------------------------------------------------------------
+    const fanOutAll: Effect.Effect<void, SqlError.SqlError> = queue.fanOut(FAN_OUT_BATCH).pipe(
+      Effect.flatMap((done) => done.events === FAN_OUT_BATCH ? fanOutAll : Effect.void)
+    )
+
+    const claimAll: Effect.Effect<void, SqlError.SqlError> = Effect.suspend(() => {
+      const free = options.concurrency - inFlight
+      if (free <= 0 || stopping) return Effect.void
+      const limit = Math.min(free, CLAIM_BATCH)
+      return queue.claim({ limit, perSubscription: options.perSubscription, leaseMs }).pipe(
+        Effect.tap(start),
+        // A stop waits for a claimed batch to be started: no lease is left unused.
+        Effect.uninterruptible,
+        Effect.flatMap((claimed) => claimed.length === limit ? claimAll : Effect.void)
+      )
+    })
+
+    /** One pass; how long to wait before the next one unless woken. */
+    const cycle = Effect.gen(function*() {
+      yield* fanOutAll
+      yield* claimAll
+      yield* databaseAnswered
+      const due = yield* queue.nextDue(pollMs)
+      return Math.max(5, Math.min(pollMs, due ?? pollMs))
+    }).pipe(
+      Effect.catch((error) => Effect.as(databaseFailed("claim")(error), pollMs))
+    )
+
+    const loop = Effect.forever(
+      cycle.pipe(
+        Effect.flatMap((waitMs) =>
+          Effect.raceFirst(
+            Queue.take(wakeups),
+            Effect.sleep(Duration.millis(waitMs))
+          )
+        )
+      )
+    )
+
+    // -- LISTEN ----------------------------------------------------------------
+    const listen = Effect.scoped(
+      queue.wakeups.pipe(
+        Effect.tap(() => Effect.logDebug("dispatcher: listening to the outbox")),
+        // A notification that arrived while the connection was down is caught by the next cycle.
+        Effect.tap(() => wake),
+        Effect.flatMap((stream) => Stream.runForEach(stream, () => wake))
+      )
+    ).pipe(
+      Effect.catch((error) => Effect.logWarning("dispatcher: the outbox listen connection was lost; polling meanwhile", { error: describe(error) })),
+      Effect.andThen(Effect.sleep(Duration.seconds(1))),
+      Effect.forever
+    )
+
+    // -- Purge -----------------------------------------------------------------
+    const purgeOnce: Effect.Effect<{ deliveries: number; events: number }, SqlError.SqlError> = Effect.gen(function*() {
+      let deliveries = 0
+      let events = 0
+      // A bounded number of small batches per run.
+      for (let i = 0; i < 20; i++) {
+        const purged = yield* queue.purge({
+          retentionMs: Duration.toMillis(options.retention),
+          keep: JOURNAL_KEEP,
+          batch: PURGE_BATCH
+        })
+        deliveries += purged.deliveries
+        events += purged.events
+        if (purged.deliveries < PURGE_BATCH) break
+      }
+      return { deliveries, events }
+    })
+    const purge = purgeOnce.pipe(
+      Effect.tap((purged) => purged.deliveries > 0 ? Effect.logInfo("dispatcher: purged old deliveries", purged) : Effect.void),
+      Effect.catch((error) => databaseFailed("purge")(error)),
+      Effect.andThen(Effect.sleep(purgeEvery)),
+      Effect.forever
+    )
+
+    // Forked last, so a stop interrupts them first (then the senders finish, then the recorder).
+    yield* Effect.forkScoped(listen)
+    yield* Effect.forkScoped(loop)
+    yield* Effect.forkScoped(Effect.andThen(Effect.sleep("2 seconds"), purge))
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        stopping = true
+      }).pipe(Effect.andThen(Effect.logInfo("dispatcher: stopping; finishing the attempts in flight", { inFlight })))
+    )
+    yield* Effect.logInfo("dispatcher: running", {
+      concurrency: options.concurrency,
+      perSubscription: options.perSubscription,
+      timeout: Duration.format(options.timeout),
+      retryDelays: options.retryDelays.map(Duration.format),
+      lease: Duration.format(Duration.millis(leaseMs))
+    })
+
+    return Dispatcher.of({
+      ready: Effect.sync(() => databaseUp && !stopping),
+      inFlight: Effect.sync(() => inFlight)
+    })
+  })
+
+export { Receiver }

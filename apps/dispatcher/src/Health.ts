@@ -1,0 +1,62 @@
+/**
+ * The dispatcher's liveness and readiness for orchestrators (issue 11;
+ * docs/operators.md "Health"), the same answers as the API's
+ * (apps/api/src/Health.ts) on DISPATCHER_PORT: `/health/live` is 200 while
+ * the process runs; `/health/ready` is 200 while the delivery loop's last
+ * step reached the database and `SELECT 1` answers within 2 s, else 503
+ * `not_ready` (the database away, or the dispatcher stopping).
+ *
+ * A plain node:http server: two fixed routes need no router.
+ */
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import * as Http from "node:http"
+import { Dispatcher } from "./Dispatcher.ts"
+
+const json = (response: Http.ServerResponse, status: number, body: unknown) => {
+  const text = JSON.stringify(body)
+  response.writeHead(status, { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)) })
+  response.end(text)
+}
+
+const NOT_READY = { error: { code: "not_ready", message: "The database does not answer." } }
+
+/**
+ * Listens on `host`:`port` (0: a free port) until the scope closes; the
+ * port it listens on.
+ */
+export const serveHealth = (host: string, port: number) =>
+  Effect.gen(function*() {
+    const dispatcher = yield* Dispatcher
+    const sql = yield* SqlClient.SqlClient
+    const ready = Effect.gen(function*() {
+      if (!(yield* dispatcher.ready)) return false
+      return yield* sql`SELECT 1`.pipe(Effect.timeout("2 seconds"), Effect.as(true), Effect.orElseSucceed(() => false))
+    })
+    const server = Http.createServer((request, response) => {
+      const path = (request.url ?? "").split("?")[0]
+      if (request.method !== "GET" && request.method !== "HEAD") return json(response, 405, { error: { code: "method_not_allowed", message: "GET only." } })
+      if (path === "/health/live") return json(response, 200, { status: "ok" })
+      if (path === "/health/ready") {
+        return void Effect.runPromise(ready).then(
+          (ok) => ok ? json(response, 200, { status: "ready" }) : json(response, 503, NOT_READY),
+          () => json(response, 503, NOT_READY)
+        )
+      }
+      return json(response, 404, { error: { code: "not_found", message: "No such route." } })
+    })
+    return yield* Effect.acquireRelease(
+      Effect.callback<number, Error>((resume) => {
+        server.once("error", (error) => resume(Effect.fail(error)))
+        server.listen(port, host, () => {
+          const address = server.address()
+          resume(Effect.succeed(address !== null && typeof address === "object" ? address.port : port))
+        })
+      }),
+      () =>
+        Effect.callback<void>((resume) => {
+          server.close(() => resume(Effect.void))
+          server.closeAllConnections()
+        })
+    )
+  })

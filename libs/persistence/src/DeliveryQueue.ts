@@ -1,0 +1,445 @@
+/**
+ * The webhook delivery queue (spec 6.5, part 3; docs/decisions.md
+ * "Webhooks"; docs/development.md "apps/dispatcher"): the dispatcher's every
+ * statement, each one round trip for a whole batch.
+ *
+ * - `fanOut`: outbox events → one delivery per subscription of the school
+ *   that is not disabled and ticked the event (`webhook.test`: the one
+ *   subscription it names). One statement inserts the deliveries and marks
+ *   the events (`fanned_out_at`), so a crash cannot split the two, and the
+ *   partial unique index with ON CONFLICT DO NOTHING makes a repeat harmless.
+ *   An event no subscription takes is deleted there and then (the outbox is a
+ *   queue, not an archive).
+ * - `claim`: due deliveries, `FOR UPDATE SKIP LOCKED`, each leased
+ *   (`lease_until`) for a little longer than WEBHOOK_TIMEOUT. The claim walks
+ *   the subscriptions that have pending work and takes from each at most
+ *   what its in-flight cap leaves (`perSubscription` minus its live
+ *   leases), first attempts before retries, oldest first, so a receiver with
+ *   a backlog cannot hold every slot nor hide another's work. Deliveries of
+ *   a disabled subscription are not claimed.
+ * - `storeBodies`: the body of each first attempt, stored before it is sent
+ *   (a crash after sending cannot produce a second, different body).
+ * - `record`: the attempts (journal rows), each delivery's next state
+ *   (`delivered`, `failed`, or pending again at now + the retry plan's
+ *   pause) and its lease cleared, only where the lease is still the one the
+ *   claim gave; then the subscriptions' transitions: `active` →
+ *   `problematic` on a delivery's final failure, with one notification per
+ *   full-access employee (owner, administrator) per transition, and
+ *   `problematic` → `active` on a success. A disabled subscription keeps its
+ *   status.
+ * - `release`: gives leases back (a dispatcher stopping with work unsent).
+ * - `purge`: delivered and failed deliveries older than the retention, in
+ *   small batches, keeping the last `keep` (50) per subscription and any
+ *   delivery a resend names; an event goes with its last delivery.
+ *
+ * - `wakeups`: the outbox's NOTIFY (one per inserting statement, delivered
+ *   at commit) as a Stream, on a connection of its own.
+ *
+ * SQL errors stay typed (`SqlError`): the dispatcher outlives a database
+ * that goes away. Rows are decoded here; a row that does not decode is a
+ * defect.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Layer, Option, Schema, type Scope, Stream } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+import { OUTBOX_CHANNEL } from "./Outbox.ts"
+
+/** A claimed delivery: what one attempt needs. */
+export const Claimed = Schema.Struct({
+  school_id: Schema.Int,
+  id: Schema.Int,
+  subscription_id: Schema.Int,
+  event: Schema.String,
+  /** This attempt's number (1 for the first). */
+  attempt: Schema.Int,
+  /** The lease the claim gave, as PostgreSQL spells it: the token `record` checks. */
+  lease: Schema.String,
+  /** The stored body; null until the first attempt stores it. */
+  body: Schema.NullOr(Schema.String),
+  /** The event's payload as stored (JSON text), when the body is still to be built. */
+  payload: Schema.NullOr(Schema.String),
+  url: Schema.String,
+  secret_ciphertext: Schema.Uint8Array
+})
+export type Claimed = typeof Claimed.Type
+
+/** What became of one attempt. */
+export interface AttemptRecord {
+  readonly schoolId: number
+  readonly id: number
+  readonly lease: string
+  readonly attempt: number
+  /** When the attempt started. */
+  readonly at: Date
+  readonly responseCode: number | null
+  readonly error: string | null
+  readonly durationMs: number
+  /** Up to 4 KiB of the response body. */
+  readonly responseBody: string | null
+  /** `retry`: pending again, due `pauseMs` after the record is written. */
+  readonly outcome: "delivered" | "retry" | "failed"
+  readonly pauseMs: number
+}
+
+export interface Recorded {
+  /** Attempts written (an attempt whose lease was lost meanwhile is not). */
+  readonly recorded: number
+  /** Subscriptions that became problematic. */
+  readonly problematic: number
+  /** Notifications written for them. */
+  readonly notified: number
+  /** Subscriptions back to active. */
+  readonly recovered: number
+}
+
+export interface ClaimOptions {
+  readonly limit: number
+  readonly perSubscription: number
+  readonly leaseMs: number
+}
+
+export interface PurgeOptions {
+  readonly retentionMs: number
+  readonly keep: number
+  readonly batch: number
+}
+
+const decodeClaimed = Schema.decodeUnknownEffect(Schema.Array(Claimed))
+const FanOutRow = Schema.Struct({ events: Schema.Int, deliveries: Schema.Int })
+const decodeFanOut = Schema.decodeUnknownEffect(Schema.Array(FanOutRow))
+const RecordedRow = Schema.Struct({
+  recorded: Schema.Int,
+  problematic: Schema.Int,
+  notified: Schema.Int,
+  recovered: Schema.Int
+})
+const decodeRecorded = Schema.decodeUnknownEffect(Schema.Array(RecordedRow))
+const PurgedRow = Schema.Struct({ deliveries: Schema.Int, events: Schema.Int })
+const decodePurged = Schema.decodeUnknownEffect(Schema.Array(PurgedRow))
+const NextDueRow = Schema.Struct({ wait_ms: Schema.NullOr(Schema.Number) })
+const decodeNextDue = Schema.decodeUnknownEffect(Schema.Array(NextDueRow))
+const decodeCount = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ n: Schema.Int })))
+
+/** The first row a statement always returns one of; its absence is a defect. */
+const single = <A>(rows: ReadonlyArray<A>): Effect.Effect<A> =>
+  rows[0] === undefined ? Effect.die(new Error("expected one row")) : Effect.succeed(rows[0])
+
+/**
+ * The notification a full-access employee gets when a subscription becomes
+ * problematic (spec part 3), as a `format()` template: the subscription's id,
+ * then its URL.
+ */
+export const PROBLEMATIC_MESSAGE = "Webhook subscription %s (%s) is problematic: a delivery failed on every attempt. " +
+  "It keeps receiving new events; check the receiver, then resend or recover the failed deliveries."
+
+export class DeliveryQueue extends Context.Service<DeliveryQueue, {
+  /** Fans out up to `limit` events: how many events and how many deliveries. */
+  fanOut(limit: number): Effect.Effect<{ readonly events: number; readonly deliveries: number }, SqlError.SqlError>
+  claim(options: ClaimOptions): Effect.Effect<ReadonlyArray<Claimed>, SqlError.SqlError>
+  /** Stores each first attempt's body unless one is stored: the bodies to send, in order. */
+  storeBodies(
+    bodies: ReadonlyArray<{ readonly schoolId: number; readonly id: number; readonly body: string }>
+  ): Effect.Effect<ReadonlyArray<string>, SqlError.SqlError>
+  record(attempts: ReadonlyArray<AttemptRecord>): Effect.Effect<Recorded, SqlError.SqlError>
+  release(leases: ReadonlyArray<{ readonly schoolId: number; readonly id: number; readonly lease: string }>): Effect.Effect<number, SqlError.SqlError>
+  /** Milliseconds until the next pending delivery falls due (None: nothing waits), at most `cap`. */
+  nextDue(capMs: number): Effect.Effect<number | null, SqlError.SqlError>
+  purge(options: PurgeOptions): Effect.Effect<{ readonly deliveries: number; readonly events: number }, SqlError.SqlError>
+  /**
+   * Succeeds once PostgreSQL has confirmed the `LISTEN` on the outbox's
+   * channel, with one element per notification; the stream fails when the
+   * connection is lost. Never succeeds without a `PgClient`.
+   */
+  readonly wakeups: Effect.Effect<Stream.Stream<void, SqlError.SqlError>, SqlError.SqlError, Scope.Scope>
+}>()("school/persistence/DeliveryQueue") {
+  static readonly layer = Layer.effect(
+    DeliveryQueue,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const pg = yield* Effect.serviceOption(PgClient.PgClient)
+
+      const wakeups = Option.match(pg, {
+        onNone: () => Effect.never,
+        onSome: (client) => Effect.map(client.listen(OUTBOX_CHANNEL), (queue) => Stream.fromQueue(queue).pipe(Stream.as(undefined)))
+      })
+
+      const fanOut = (limit: number) =>
+        sql`
+          WITH events AS (
+            SELECT e.school_id, e.id, e.event, e.subscription_id
+            FROM outbox_events e
+            WHERE e.fanned_out_at IS NULL
+            ORDER BY e.id
+            LIMIT ${limit}
+            FOR UPDATE SKIP LOCKED
+          ), targets AS (
+            SELECT e.school_id, e.id AS event_id, e.event, s.id AS subscription_id
+            FROM events e
+            JOIN webhook_subscriptions s
+              ON s.school_id = e.school_id AND s.status <> 'disabled'
+             AND CASE WHEN e.subscription_id IS NULL THEN e.event = ANY (s.events) ELSE s.id = e.subscription_id END
+          ), made AS (
+            INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event)
+            SELECT school_id, subscription_id, event_id, event FROM targets ORDER BY event_id, subscription_id
+            ON CONFLICT (school_id, event_id, subscription_id) WHERE resend_of IS NULL DO NOTHING
+            RETURNING 1
+          ), marked AS (
+            UPDATE outbox_events o SET fanned_out_at = now()
+            FROM events e
+            WHERE o.school_id = e.school_id AND o.id = e.id
+              AND EXISTS (SELECT 1 FROM targets t WHERE t.school_id = e.school_id AND t.event_id = e.id)
+            RETURNING 1
+          ), dropped AS (
+            DELETE FROM outbox_events o
+            USING events e
+            WHERE o.school_id = e.school_id AND o.id = e.id
+              AND NOT EXISTS (SELECT 1 FROM targets t WHERE t.school_id = e.school_id AND t.event_id = e.id)
+              AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.school_id = e.school_id AND d.event_id = e.id)
+            RETURNING 1
+          )
+          SELECT (SELECT count(*) FROM events)::int AS events, (SELECT count(*) FROM made)::int AS deliveries`.pipe(
+          Effect.flatMap((rows) => Effect.orDie(decodeFanOut(rows))),
+          Effect.flatMap(single)
+        )
+
+      const claim = (options: ClaimOptions) =>
+        sql`
+          WITH RECURSIVE subs AS (
+            -- The subscriptions with pending work: one index probe each (a loose index scan).
+            (SELECT d.school_id, d.subscription_id FROM webhook_deliveries d
+             WHERE d.status = 'pending'
+             ORDER BY d.school_id, d.subscription_id LIMIT 1)
+            UNION ALL
+            SELECT n.school_id, n.subscription_id
+            FROM subs s CROSS JOIN LATERAL (
+              SELECT d.school_id, d.subscription_id FROM webhook_deliveries d
+              WHERE d.status = 'pending' AND (d.school_id, d.subscription_id) > (s.school_id, s.subscription_id)
+              ORDER BY d.school_id, d.subscription_id LIMIT 1
+            ) n
+          ), open AS (
+            -- What each subscription's cap leaves; disabled subscriptions wait.
+            SELECT s.school_id, s.subscription_id, greatest(0, ${options.perSubscription}::int - (
+              SELECT count(*) FROM webhook_deliveries l
+              WHERE l.school_id = s.school_id AND l.subscription_id = s.subscription_id
+                AND l.lease_until IS NOT NULL AND l.lease_until > now() AND l.status = 'pending'
+            ))::int AS room
+            FROM subs s
+            JOIN webhook_subscriptions w
+              ON w.school_id = s.school_id AND w.id = s.subscription_id AND w.status <> 'disabled'
+          ), firsts AS (
+            SELECT o.school_id, o.subscription_id, o.room, c.id, false AS retry, c.next_attempt_at
+            FROM open o CROSS JOIN LATERAL (
+              SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+              WHERE d.school_id = o.school_id AND d.subscription_id = o.subscription_id
+                AND d.status = 'pending' AND d.attempts = 0 AND d.next_attempt_at <= now()
+                AND (d.lease_until IS NULL OR d.lease_until <= now())
+              ORDER BY d.next_attempt_at
+              LIMIT o.room
+              FOR UPDATE SKIP LOCKED
+            ) c
+            WHERE o.room > 0
+          ), retries AS (
+            SELECT o.school_id, o.subscription_id, o.room, c.id, true AS retry, c.next_attempt_at
+            FROM open o CROSS JOIN LATERAL (
+              SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+              WHERE d.school_id = o.school_id AND d.subscription_id = o.subscription_id
+                AND d.status = 'pending' AND d.attempts > 0 AND d.next_attempt_at <= now()
+                AND (d.lease_until IS NULL OR d.lease_until <= now())
+              ORDER BY d.next_attempt_at
+              LIMIT o.room
+              FOR UPDATE SKIP LOCKED
+            ) c
+            WHERE o.room > 0
+          ), ranked AS (
+            SELECT c.*, row_number() OVER (
+              PARTITION BY c.school_id, c.subscription_id ORDER BY c.retry, c.next_attempt_at
+            ) AS n
+            FROM (SELECT * FROM firsts UNION ALL SELECT * FROM retries) c
+          ), picked AS (
+            SELECT school_id, id FROM ranked WHERE n <= room
+            ORDER BY retry, next_attempt_at
+            LIMIT ${options.limit}
+          )
+          UPDATE webhook_deliveries d
+          SET lease_until = now() + ${options.leaseMs}::int * interval '1 millisecond'
+          FROM picked p, webhook_subscriptions w, outbox_events e
+          WHERE d.school_id = p.school_id AND d.id = p.id
+            AND w.school_id = d.school_id AND w.id = d.subscription_id
+            AND e.school_id = d.school_id AND e.id = d.event_id
+          RETURNING d.school_id, d.id::float8 AS id, d.subscription_id, d.event, d.attempts + 1 AS attempt,
+            d.lease_until::text AS lease, d.body,
+            CASE WHEN d.body IS NULL THEN e.payload::text END AS payload,
+            w.url, w.secret_ciphertext`.pipe(
+          Effect.flatMap((rows) => Effect.orDie(decodeClaimed(rows)))
+        )
+
+      const storeBodies = (
+        bodies: ReadonlyArray<{ readonly schoolId: number; readonly id: number; readonly body: string }>
+      ) =>
+        bodies.length === 0
+          ? Effect.succeed([])
+          : sql`
+              WITH b AS (
+                SELECT * FROM unnest(${bodies.map((b) => b.schoolId)}::int[], ${bodies.map((b) => b.id)}::int8[],
+                                     ${bodies.map((b) => b.body)}::text[]) WITH ORDINALITY AS b(school_id, id, body, n)
+              ), stored AS (
+                UPDATE webhook_deliveries d SET body = b.body
+                FROM b WHERE d.school_id = b.school_id AND d.id = b.id AND d.body IS NULL
+                RETURNING d.school_id, d.id, d.body
+              )
+              -- The body to send: ours if we stored it, else the one already there.
+              SELECT coalesce(s.body, d.body, b.body) AS body
+              FROM b
+              LEFT JOIN stored s ON s.school_id = b.school_id AND s.id = b.id
+              LEFT JOIN webhook_deliveries d ON d.school_id = b.school_id AND d.id = b.id
+              ORDER BY b.n`.pipe(
+            Effect.flatMap((rows) =>
+              Effect.orDie(Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ body: Schema.String })))(rows))
+            ),
+            Effect.map((rows) => rows.map((row) => row.body))
+          )
+
+      const record = (attempts: ReadonlyArray<AttemptRecord>) =>
+        attempts.length === 0
+          ? Effect.succeed<Recorded>({ recorded: 0, problematic: 0, notified: 0, recovered: 0 })
+          : sql`
+              WITH r AS (
+                SELECT * FROM unnest(
+                  ${attempts.map((a) => a.schoolId)}::int[],
+                  ${attempts.map((a) => a.id)}::int8[],
+                  ${attempts.map((a) => a.lease)}::text[],
+                  ${attempts.map((a) => a.attempt)}::int[],
+                  ${attempts.map((a) => a.at.toISOString())}::text[],
+                  ${attempts.map((a) => a.responseCode ?? -1)}::int[],
+                  ${attempts.map((a) => a.error ?? "")}::text[],
+                  ${attempts.map((a) => a.durationMs)}::int[],
+                  ${attempts.map((a) => a.responseBody ?? "")}::text[],
+                  ${attempts.map((a) => a.responseBody === null)}::bool[],
+                  ${attempts.map((a) => a.outcome)}::text[],
+                  ${attempts.map((a) => a.pauseMs)}::int[]
+                ) AS r(school_id, id, lease, attempt, at, code, error, duration_ms, body, no_body, outcome, pause_ms)
+              ), done AS (
+                UPDATE webhook_deliveries d
+                SET attempts = r.attempt,
+                    status = CASE r.outcome WHEN 'retry' THEN 'pending' ELSE r.outcome END,
+                    next_attempt_at = CASE WHEN r.outcome = 'retry'
+                      THEN now() + r.pause_ms * interval '1 millisecond' ELSE d.next_attempt_at END,
+                    finished_at = CASE WHEN r.outcome = 'retry' THEN NULL ELSE now() END,
+                    lease_until = NULL,
+                    response_code = nullif(r.code, -1),
+                    last_attempt_at = r.at::timestamptz
+                FROM r
+                WHERE d.school_id = r.school_id AND d.id = r.id
+                  AND d.status = 'pending' AND d.lease_until = r.lease::timestamptz
+                RETURNING d.school_id, d.id, d.subscription_id, r.attempt, r.at, r.code, r.error, r.duration_ms,
+                          r.body, r.no_body, r.outcome
+              ), journal AS (
+                INSERT INTO webhook_attempts (school_id, delivery_id, attempt, at, response_code, error, duration_ms, response_body)
+                SELECT school_id, id, attempt, at::timestamptz, nullif(code, -1), nullif(error, ''), duration_ms,
+                       CASE WHEN no_body THEN NULL ELSE body END
+                FROM done
+                ON CONFLICT DO NOTHING
+                RETURNING 1
+              ), outcomes AS (
+                -- Per subscription, the last final outcome of this batch.
+                SELECT DISTINCT ON (school_id, subscription_id) school_id, subscription_id, outcome
+                FROM done WHERE outcome <> 'retry'
+                ORDER BY school_id, subscription_id, at DESC, outcome
+              ), moved AS (
+                UPDATE webhook_subscriptions s
+                SET status = CASE o.outcome WHEN 'failed' THEN 'problematic' ELSE 'active' END, updated_at = now()
+                FROM outcomes o
+                WHERE s.school_id = o.school_id AND s.id = o.subscription_id
+                  AND ((o.outcome = 'failed' AND s.status = 'active') OR (o.outcome = 'delivered' AND s.status = 'problematic'))
+                RETURNING s.school_id, s.id, s.url, s.status
+              ), notified AS (
+                INSERT INTO notifications (school_id, employee_id, kind, message, subscription_id)
+                SELECT m.school_id, e.id, 'subscription_problematic',
+                       format(${PROBLEMATIC_MESSAGE}::text, m.id, m.url),
+                       m.id
+                FROM moved m
+                JOIN employees e ON e.school_id = m.school_id AND e.role IN ('owner', 'administrator')
+                WHERE m.status = 'problematic'
+                RETURNING 1
+              )
+              SELECT (SELECT count(*) FROM journal)::int AS recorded,
+                     (SELECT count(*) FROM moved WHERE status = 'problematic')::int AS problematic,
+                     (SELECT count(*) FROM notified)::int AS notified,
+                     (SELECT count(*) FROM moved WHERE status = 'active')::int AS recovered`.pipe(
+            Effect.flatMap((rows) => Effect.orDie(decodeRecorded(rows))),
+            Effect.flatMap(single)
+          )
+
+      const release = (leases: ReadonlyArray<{ readonly schoolId: number; readonly id: number; readonly lease: string }>) =>
+        leases.length === 0
+          ? Effect.succeed(0)
+          : sql`
+              WITH r AS (
+                SELECT * FROM unnest(${leases.map((l) => l.schoolId)}::int[], ${leases.map((l) => l.id)}::int8[],
+                                     ${leases.map((l) => l.lease)}::text[]) AS r(school_id, id, lease)
+              ), released AS (
+                UPDATE webhook_deliveries d SET lease_until = NULL
+                FROM r WHERE d.school_id = r.school_id AND d.id = r.id AND d.lease_until = r.lease::timestamptz
+                RETURNING 1
+              )
+              SELECT count(*)::int AS n FROM released`.pipe(
+            Effect.flatMap((rows) => Effect.orDie(decodeCount(rows))),
+            Effect.flatMap(single),
+            Effect.map((row) => row.n)
+          )
+
+      const nextDue = (capMs: number) =>
+        sql`
+          SELECT least(${capMs}::float8,
+                       extract(epoch FROM (min(next_attempt_at) - now())) * 1000)::float8 AS wait_ms
+          FROM webhook_deliveries
+          WHERE status = 'pending' AND next_attempt_at > now()`.pipe(
+          Effect.flatMap((rows) => Effect.orDie(decodeNextDue(rows))),
+          Effect.flatMap(single),
+          Effect.map((row) => row.wait_ms)
+        )
+
+      const purge = (options: PurgeOptions) =>
+        sql`
+          WITH old AS (
+            SELECT d.school_id, d.id, d.event_id FROM webhook_deliveries d
+            WHERE d.status <> 'pending'
+              AND d.finished_at < now() - ${options.retentionMs}::float8 * interval '1 millisecond'
+              -- A delivery a resend names stays (its resends keep the fan-out's uniqueness).
+              AND NOT EXISTS (
+                SELECT 1 FROM webhook_deliveries r WHERE r.school_id = d.school_id AND r.resend_of = d.id
+              )
+              -- The journal keeps the last ones of each subscription.
+              AND d.id < (
+                SELECT j.id FROM webhook_deliveries j
+                WHERE j.school_id = d.school_id AND j.subscription_id = d.subscription_id
+                ORDER BY j.id DESC OFFSET ${options.keep - 1}::int LIMIT 1
+              )
+            ORDER BY d.finished_at
+            LIMIT ${options.batch}
+            FOR UPDATE SKIP LOCKED
+          ), gone AS (
+            DELETE FROM webhook_deliveries d USING old o
+            WHERE d.school_id = o.school_id AND d.id = o.id
+            RETURNING d.school_id, d.event_id
+          ), events AS (
+            -- An event goes with the last delivery that names it.
+            DELETE FROM outbox_events e
+            USING (SELECT DISTINCT school_id, event_id FROM gone) g
+            WHERE e.school_id = g.school_id AND e.id = g.event_id
+              AND NOT EXISTS (
+                SELECT 1 FROM webhook_deliveries d
+                WHERE d.school_id = g.school_id AND d.event_id = g.event_id
+                  AND NOT EXISTS (SELECT 1 FROM old o WHERE o.school_id = d.school_id AND o.id = d.id)
+              )
+            RETURNING 1
+          )
+          SELECT (SELECT count(*) FROM gone)::int AS deliveries, (SELECT count(*) FROM events)::int AS events`.pipe(
+          Effect.flatMap((rows) => Effect.orDie(decodePurged(rows))),
+          Effect.flatMap(single)
+        )
+
+      return DeliveryQueue.of({ fanOut, claim, storeBodies, record, release, nextDue, purge, wakeups })
+    })
+  )
+}
