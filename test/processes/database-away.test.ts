@@ -102,6 +102,17 @@ describe("the database away", () => {
         body: { fio: "A", phone: "+7 900 000-00-00" }
       })
       assert.strictEqual(write.status, 503, write.text)
+      // The back office answers in its own envelope.
+      const crm = yield* rawClient(`http://127.0.0.1:${apiPort}`).post("/api/crm/v1/sessions", {
+        body: { email: "nobody@away.test", password: "a long password" }
+      })
+      assert.strictEqual(crm.status, 503, crm.text)
+      assert.match(crm.headers.get("retry-after") ?? "", /^[1-9]\d*$/)
+      assert.deepStrictEqual(JSON.parse(crm.text), {
+        success: false,
+        code: "SERVICE_UNAVAILABLE",
+        message: "The database is unavailable. Try again later."
+      })
 
       yield* startDatabase
       const back = yield* until(students, key, 200, 10_000)

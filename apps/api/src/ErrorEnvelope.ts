@@ -10,8 +10,7 @@
  * reaches no route.
  * Every JSON response carries `charset=utf-8`.
  * Under the back office's prefix (`/api/crm/`) the same answers use the back
- * office's envelope and codes (libs/domain/src/BackOfficeErrors.ts), except
- * 503, which keeps the public envelope (not yet in the back office's table).
+ * office's envelope and codes (libs/domain/src/BackOfficeErrors.ts).
  */
 import { Cause, Effect, Exit, Predicate } from "effect"
 import { SqlError } from "effect/sql/SqlError"
@@ -147,13 +146,12 @@ export const isDatabaseUnavailable = (cause: Cause.Cause<unknown>): boolean =>
     }
   })
 
-const serviceUnavailable = () =>
-  errorResponse(
-    new Errors.ServiceUnavailable({
-      message: "The database is unavailable. Try again later.",
-      headers: { "retry-after": RETRY_AFTER_SECONDS }
-    })
+const serviceUnavailable = (path: string) => {
+  const body = { message: "The database is unavailable. Try again later.", headers: { "retry-after": RETRY_AFTER_SECONDS } }
+  return errorResponse(
+    path.startsWith(BACK_OFFICE_PREFIX) ? new BackOfficeErrors.ServiceUnavailable(body) : new Errors.ServiceUnavailable(body)
   )
+}
 
 const isRouteNotFound = (cause: Cause.Cause<unknown>) =>
   cause.reasons.some((reason) =>
@@ -180,7 +178,10 @@ export const ErrorEnvelope = (allowedMethods: (path: string) => ReadonlyArray<st
       const request = yield* HttpServerRequest.HttpServerRequest
       const path = request.url.split("?")[0] ?? "/"
       const refused = refusedRequest(request)
-      if (refused !== undefined) return HttpServerResponse.setHeader(errorResponse(refused), "connection", "close")
+      if (refused !== undefined) {
+        const error = path.startsWith(BACK_OFFICE_PREFIX) ? new BackOfficeErrors.BadRequest({ message: refused.message }) : refused
+        return HttpServerResponse.setHeader(errorResponse(error), "connection", "close")
+      }
       const exit = yield* Effect.exit(httpEffect)
       if (Exit.isSuccess(exit)) {
         const response = exit.value
@@ -191,7 +192,7 @@ export const ErrorEnvelope = (allowedMethods: (path: string) => ReadonlyArray<st
       if (isRouteNotFound(cause)) return yield* noRoute
       if (isDatabaseUnavailable(cause)) {
         yield* Effect.logWarning("request failed: the database is unavailable", cause)
-        return serviceUnavailable()
+        return serviceUnavailable(path)
       }
       const [response] = yield* HttpServerError.causeResponse(cause)
       if (response.status >= 500) {

@@ -40,5 +40,13 @@ export const TooManyAttempts = rowWithHeaders("BackOfficeTooManyAttempts", 429, 
   "retry-after": RetryAfter
 })
 export type TooManyAttempts = InstanceType<typeof TooManyAttempts>
+// docs/decisions.md "Requests and responses": the database away or over its bounds.
+export const ServiceUnavailable = rowWithHeaders("BackOfficeServiceUnavailable", 503, "SERVICE_UNAVAILABLE", {
+  "retry-after": RetryAfter
+})
+export type ServiceUnavailable = InstanceType<typeof ServiceUnavailable>
+// A request that is not valid HTTP (apps/api/src/ParserErrors.ts).
+export const BadRequest = row("BackOfficeBadRequest", 400, "BAD_REQUEST")
+export type BadRequest = InstanceType<typeof BadRequest>
 export const InternalError = row("BackOfficeInternalError", 500, "INTERNAL_ERROR")
 export type InternalError = InstanceType<typeof InternalError>
