@@ -38,6 +38,9 @@ const settingNames = [
   "WEBHOOK_ALLOW_INSECURE_URLS",
   "WEBHOOK_SECRET_KEY",
   "DISPATCHER_CONCURRENCY",
+  "DISPATCHER_PER_SUBSCRIPTION",
+  "DISPATCHER_PORT",
+  "DELIVERY_RETENTION",
   "RATE_LIMIT_WINDOW",
   "SESSION_TTL"
 ]
@@ -138,5 +141,62 @@ export const startApi = (databaseUrl: string, port: number, env: Readonly<Record
       Effect.promise(async () => {
         api.stop()
         await api.exited
+      })
+  )
+
+export interface RunningDispatcher {
+  /** The port of its /health routes. */
+  readonly port: number
+  /** Resolves with the exit code (null when killed by a signal) once the process has exited. */
+  readonly exited: Promise<number | null>
+  /** Everything it printed so far. */
+  readonly log: () => string
+  /** Sends SIGTERM (graceful) or SIGKILL. */
+  readonly signal: (signal: NodeJS.Signals) => void
+}
+
+/**
+ * Starts the real dispatcher process against `databaseUrl` (plus `env`),
+ * its health routes on a free port; resolves once it says it is ready. On
+ * release: SIGTERM unless it already exited, and waits for the exit.
+ */
+export const startDispatcher = (databaseUrl: string, env: Readonly<Record<string, string>> = {}) =>
+  Effect.acquireRelease(
+    Effect.callback<RunningDispatcher, Error>((resume) => {
+      const child = spawn(process.execPath, [entryPoints.dispatcher], {
+        env: environment({ DATABASE_URL: databaseUrl, DISPATCHER_PORT: "0", HOST: "127.0.0.1", LOG_FORMAT: "json", ...env }),
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let exitCode: number | null | undefined
+      const exited = new Promise<number | null>((done) =>
+        child.once("exit", (code) => {
+          exitCode = code
+          done(code)
+        })
+      )
+      let log = ""
+      const onData = (chunk: Buffer) => {
+        log += chunk.toString()
+        const ready = /dispatcher ready[^\n]*"port":(\d+)/.exec(log)
+        if (ready !== null) {
+          resume(Effect.succeed({
+            port: Number(ready[1]),
+            exited,
+            log: () => log,
+            signal: (signal) => {
+              if (exitCode === undefined) child.kill(signal)
+            }
+          }))
+        }
+      }
+      child.stdout?.on("data", onData)
+      child.stderr?.on("data", onData)
+      child.once("exit", (code) => resume(Effect.fail(new Error(`dispatcher exited early (${code}): ${log}`))))
+      return Effect.sync(() => child.kill("SIGKILL"))
+    }),
+    (dispatcher) =>
+      Effect.promise(async () => {
+        dispatcher.signal("SIGTERM")
+        await dispatcher.exited
       })
   )

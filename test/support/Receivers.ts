@@ -14,12 +14,14 @@ export type Behaviour =
   | { readonly _tag: "Redirect"; readonly status: number; readonly location: string }
   | { readonly _tag: "Hang" }
   | { readonly _tag: "CloseMidResponse" }
+  | { readonly _tag: "Delay"; readonly ms: number; readonly then: Behaviour }
 
 export const status = (code: number, body?: string): Behaviour =>
   body === undefined ? { _tag: "Status", status: code } : { _tag: "Status", status: code, body }
 export const ok: Behaviour = status(204)
 export const hang: Behaviour = { _tag: "Hang" }
 export const closeMidResponse: Behaviour = { _tag: "CloseMidResponse" }
+export const delay = (ms: number, then: Behaviour = ok): Behaviour => ({ _tag: "Delay", ms, then })
 export const redirect = (location: string, code = 302): Behaviour => ({ _tag: "Redirect", status: code, location })
 
 export interface Received {
@@ -70,8 +72,13 @@ export const startReceiver = (
           }
           const index = received.length
           received.push(entry)
-          const answer = behaviour(index, entry)
+          respond(behaviour(index, entry))
+        })
+        const respond = (answer: Behaviour): void => {
           switch (answer._tag) {
+            case "Delay":
+              setTimeout(() => respond(answer.then), answer.ms)
+              return
             case "Status":
               response.writeHead(answer.status, { "content-type": "text/plain" })
               response.end(answer.body ?? "")
@@ -88,7 +95,7 @@ export const startReceiver = (
               response.socket?.destroy()
               return
           }
-        })
+        }
       })
       server.on("connection", () => connections++)
       server.listen(0, "127.0.0.1", () => {
