@@ -1,0 +1,175 @@
+/**
+ * The delivery queue's statements on their own (libs/persistence/src/
+ * DeliveryQueue.ts; docs/decisions.md "Webhooks"):
+ *
+ * - the fan-out: one delivery per subscription that ticked the event and is
+ *   not disabled, `webhook.test` to its one subscription, idempotent (a
+ *   delivery already there, as after a crash between insert and mark, is not
+ *   made twice), an event nobody takes deleted;
+ * - the claim: the per-subscription cap counts live leases, first attempts
+ *   before retries, disabled subscriptions wait, an expired lease is taken
+ *   over, a lease held is not;
+ * - the record: only under the lease the claim gave;
+ * - the purge: older than the retention and outside the last 50 of their
+ *   subscription, never a delivery a resend names; an event goes with its
+ *   last delivery.
+ */
+import { assert, layer } from "@effect/vitest"
+import { DeliveryQueue } from "@school/persistence/DeliveryQueue"
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { TestDatabase } from "../support/TestDatabase.ts"
+import * as T from "./support.ts"
+
+const Env = DeliveryQueue.layer.pipe(Layer.provideMerge(TestDatabase.layer))
+const claimOptions = { limit: 100, perSubscription: 3, leaseMs: 60_000 }
+
+/** Marks the school's pending deliveries delivered: a clean slate for the next test. */
+const settle = (schoolId: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`UPDATE webhook_deliveries SET status = 'delivered', finished_at = now(), lease_until = NULL
+               WHERE school_id = ${schoolId} AND status = 'pending'`
+  }).pipe(Effect.orDie)
+
+layer(Env, { excludeTestServices: true })("the delivery queue", (it) => {
+  it.effect("fan-out: ticked and not disabled; webhook.test to its one subscription; idempotent; untaken events deleted", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const queue = yield* DeliveryQueue
+      const { schoolId } = yield* T.school("Fan-out school")
+      const leadsOnly = yield* T.subscription(schoolId, "http://127.0.0.1:9/a", ["lead.created"])
+      const students = yield* T.subscription(schoolId, "http://127.0.0.1:9/b", ["student.created"])
+      const disabled = yield* T.subscription(schoolId, "http://127.0.0.1:9/c", ["lead.created"])
+      yield* T.setStatus(schoolId, disabled.id, "disabled")
+      const [lead] = yield* T.leads(schoolId, 1)
+      // A delivery already made for this event (the crash case): the fan-out must not make a second.
+      yield* sql`INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event)
+                 VALUES (${schoolId}, ${leadsOnly.id}, ${lead ?? 0}, 'lead.created')`
+      const [test] = yield* sql<{ id: string }>`
+        INSERT INTO outbox_events (school_id, event, payload, subscription_id)
+        VALUES (${schoolId}, 'webhook.test', json_build_object('subscription_id', ${students.id}::int, 'message', 'hi'), ${students.id})
+        RETURNING id::text AS id`
+      const [orphan] = yield* sql<{ id: string }>`
+        INSERT INTO outbox_events (school_id, event, payload)
+        VALUES (${schoolId}, 'payment.received', '{}'::json) RETURNING id::text AS id`
+      const done = yield* queue.fanOut(500)
+      assert.deepStrictEqual(done, { events: 3, deliveries: 1 })
+      const rows = yield* T.deliveries(schoolId)
+      assert.deepStrictEqual(
+        rows.map((row) => [row.subscription_id, row.event_id]),
+        [[leadsOnly.id, lead], [students.id, Number(test?.id)]]
+      )
+      const events = yield* sql<{ id: string; fanned: boolean }>`
+        SELECT id::text AS id, fanned_out_at IS NOT NULL AS fanned FROM outbox_events WHERE school_id = ${schoolId} ORDER BY id`
+      assert.deepStrictEqual(events.map((e) => [e.id, e.fanned]), [[String(lead), true], [test?.id, true]])
+      assert.isFalse(events.some((e) => e.id === orphan?.id), "an event no subscription takes is gone")
+      assert.deepStrictEqual(yield* queue.fanOut(500), { events: 0, deliveries: 0 })
+      yield* settle(schoolId)
+    }))
+
+  it.effect("claim: the cap counts live leases, first attempts first, disabled waits, expired leases taken over", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const queue = yield* DeliveryQueue
+      const { schoolId } = yield* T.school("Claim school")
+      const busy = yield* T.subscription(schoolId, "http://127.0.0.1:9/busy", ["lead.created"])
+      yield* T.leads(schoolId, 10)
+      yield* queue.fanOut(500)
+      const quiet = yield* T.subscription(schoolId, "http://127.0.0.1:9/quiet", ["lead.created"])
+      const off = yield* T.subscription(schoolId, "http://127.0.0.1:9/off", ["lead.created"])
+      yield* T.leads(schoolId, 2)
+      yield* queue.fanOut(500)
+      yield* T.setStatus(schoolId, off.id, "disabled")
+      // One of busy's deliveries is a retry that fell due long ago.
+      yield* sql`UPDATE webhook_deliveries SET attempts = 1, next_attempt_at = now() - interval '1 hour'
+                 WHERE school_id = ${schoolId} AND id = (SELECT min(id) FROM webhook_deliveries WHERE school_id = ${schoolId})`
+
+      const first = yield* queue.claim(claimOptions)
+      const bySub = (rows: ReadonlyArray<{ readonly subscription_id: number }>, id: number) =>
+        rows.filter((row) => row.subscription_id === id).length
+      assert.strictEqual(bySub(first, busy.id), 3)
+      assert.strictEqual(bySub(first, quiet.id), 2)
+      assert.strictEqual(bySub(first, off.id), 0)
+      // First attempts before the old retry.
+      assert.isTrue(first.filter((row) => row.subscription_id === busy.id).every((row) => row.attempt === 1))
+      assert.isTrue(first.every((row) => row.body === null && row.payload !== null))
+      // Busy is at its cap while the leases live: nothing more.
+      assert.strictEqual((yield* queue.claim(claimOptions)).length, 0)
+
+      // A lease that ran out (a dispatcher that died) is taken over; the attempts under it no longer record.
+      const expired = first.find((row) => row.subscription_id === busy.id)
+      yield* sql`UPDATE webhook_deliveries SET lease_until = now() - interval '1 second'
+                 WHERE school_id = ${schoolId} AND id = ${expired?.id ?? 0}`
+      // (The other due work of the school waits an hour meanwhile, so the claim can only take that one.)
+      yield* sql`UPDATE webhook_deliveries SET next_attempt_at = next_attempt_at + interval '1 day'
+                 WHERE school_id = ${schoolId} AND status = 'pending' AND lease_until IS NULL`
+      const taken = yield* queue.claim(claimOptions)
+      assert.deepStrictEqual(taken.map((row) => row.id), [expired?.id])
+      yield* sql`UPDATE webhook_deliveries SET next_attempt_at = next_attempt_at - interval '1 day'
+                 WHERE school_id = ${schoolId} AND status = 'pending' AND lease_until IS NULL`
+      const stale = yield* queue.record([{
+        schoolId,
+        id: expired?.id ?? 0,
+        lease: expired?.lease ?? "",
+        attempt: 1,
+        at: new Date(),
+        responseCode: 204,
+        error: null,
+        durationMs: 1,
+        responseBody: "",
+        outcome: "delivered",
+        pauseMs: 0
+      }])
+      assert.strictEqual(stale.recorded, 0, "the old lease records nothing")
+      const fresh = yield* queue.record([{
+        schoolId,
+        id: taken[0]?.id ?? 0,
+        lease: taken[0]?.lease ?? "",
+        attempt: 1,
+        at: new Date(),
+        responseCode: 204,
+        error: null,
+        durationMs: 1,
+        responseBody: "",
+        outcome: "delivered",
+        pauseMs: 0
+      }])
+      assert.strictEqual(fresh.recorded, 1)
+      // One slot of busy is free again: its first attempts still come before the old retry.
+      const next = yield* queue.claim(claimOptions)
+      assert.strictEqual(bySub(next, busy.id), 1)
+      assert.strictEqual(next[0]?.attempt, 1)
+      yield* settle(schoolId)
+    }))
+
+  it.effect("purge: old, outside the last 50, not named by a resend; the event goes with its last delivery", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const queue = yield* DeliveryQueue
+      const { schoolId } = yield* T.school("Purge school")
+      const sub = yield* T.subscription(schoolId, "http://127.0.0.1:9/p", ["lead.created"])
+      yield* T.leads(schoolId, 60)
+      yield* queue.fanOut(500)
+      // All 60 delivered 40 days ago; a resend of the oldest, delivered last week.
+      yield* sql`UPDATE webhook_deliveries SET status = 'delivered', finished_at = now() - interval '40 days'
+                 WHERE school_id = ${schoolId}`
+      const rows = yield* T.deliveries(schoolId)
+      const oldest = rows[0]
+      yield* sql`INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, status, finished_at)
+                 VALUES (${schoolId}, ${sub.id}, ${oldest?.event_id ?? 0}, 'lead.created', ${oldest?.id ?? 0},
+                         'delivered', now() - interval '7 days')`
+      const purged = yield* queue.purge({ retentionMs: 30 * 86_400_000, keep: 50, batch: 500 })
+      // 61 deliveries, the last 50 kept, the oldest kept for its resend: 10 purged, with their 10 events.
+      assert.deepStrictEqual(purged, { deliveries: 10, events: 10 })
+      const left = yield* T.deliveries(schoolId)
+      assert.strictEqual(left.length, 51)
+      assert.strictEqual(left[0]?.id, oldest?.id)
+      assert.deepStrictEqual(yield* queue.purge({ retentionMs: 30 * 86_400_000, keep: 50, batch: 500 }), {
+        deliveries: 0,
+        events: 0
+      })
+      const [events] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM outbox_events WHERE school_id = ${schoolId}`
+      assert.strictEqual(events?.n, 50)
+    }))
+})
