@@ -1,8 +1,9 @@
 /**
  * Handlers of the back office's staff and API keys
  * (libs/domain/src/api/backoffice/Staff.ts; spec 5.2; docs/back-office.md
- * "Employees", "API keys"): the role check before decoding
- * (`StaffAccessLive`), then one repository call per request. A key is issued
+ * "Employees", "API keys"): full access (checked before decoding by the
+ * shared `RoleCheck`, and again first in each handler), then one repository
+ * call per request. A key is issued
  * through `issueApiKeyOnPlan`, the plan rule the operator CLI applies too.
  * `StaffRepositories` names the persistence services they need; Server.ts
  * provides them with the rest.
@@ -12,7 +13,6 @@ import { HttpApiBuilder } from "effect/http-api"
 import { expiryProblem } from "@school/domain/ApiKey"
 import * as Errors from "@school/domain/BackOfficeErrors"
 import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"
-import { StaffAccess } from "@school/domain/api/backoffice/Staff"
 import * as Pagination from "@school/domain/Pagination"
 import { FULL_ACCESS } from "@school/domain/Sessions"
 import { ApiKeys } from "@school/persistence/ApiKeys"
@@ -20,12 +20,6 @@ import { Employees } from "@school/persistence/Employees"
 import { issueApiKeyOnPlan } from "@school/persistence/Schools"
 import { SqlClient } from "effect/sql"
 import { requireAccess } from "../../BackOfficeAuth.ts"
-
-/** docs/back-office.md "Roles": every staff and key call is for full access, checked before its request is decoded. */
-export const StaffAccessLive = Layer.succeed(
-  StaffAccess,
-  (httpEffect) => Effect.flatMap(requireAccess(FULL_ACCESS), () => httpEffect)
-)
 
 export const StaffRepositories = Layer.mergeAll(Employees.layer, ApiKeys.layer)
 
@@ -103,6 +97,4 @@ const ApiKeysGroupLive = HttpApiBuilder.group(
   })
 )
 
-export const StaffHandlersNoDeps = Layer.mergeAll(EmployeesGroupLive, ApiKeysGroupLive).pipe(
-  Layer.provideMerge(StaffAccessLive)
-)
+export const StaffHandlersNoDeps = Layer.mergeAll(EmployeesGroupLive, ApiKeysGroupLive)

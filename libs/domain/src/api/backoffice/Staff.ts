@@ -2,22 +2,22 @@
  * The back office's staff and API keys (docs/back-office.md; spec 5.2):
  * `POST/GET /employees`, `POST/GET /api-keys`, `DELETE /api-keys/{id}`. The
  * contract: paths, bodies, success shapes, errors. Every call is for full
- * access (owner, administrator), checked by `StaffAccess` before anything of
- * the request is decoded, so a refused role gets 403 FORBIDDEN whatever it
- * sent. Endpoints are added before `.middleware(...)`, which applies to
+ * access (owner, administrator): each endpoint's `RequiredAccess`, checked by
+ * `RoleCheck` before anything of the request is decoded, so a refused role
+ * gets 403 FORBIDDEN whatever it sent. Endpoints are added before `.middleware(...)`, which applies to
  * those added before it.
  */
 import { Effect, Schema, SchemaIssue, SchemaTransformation } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, OpenApi } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Scope } from "../../ApiKey.ts"
 import * as Errors from "../../BackOfficeErrors.ts"
 import { ApiKeyId, DecimalIntFromString } from "../../Ids.ts"
 import { EmployeeId } from "../../Leads.ts"
 import { Page, PerPage } from "../../Pagination.ts"
-import { Role } from "../../Sessions.ts"
+import { FULL_ACCESS, Role } from "../../Sessions.ts"
 import { isStorable, NAME_MAX, Text } from "../../Text.ts"
 import { IsoInstant, Timestamp } from "../../Timestamps.ts"
-import { BackOfficeValidation, CurrentEmployee, ok, okList, SessionAuthentication } from "../BackOfficeMiddleware.ts"
+import { BackOfficeValidation, ok, okList, RequiredAccess, RoleCheck, SessionAuthentication } from "../BackOfficeMiddleware.ts"
 
 // ---------------------------------------------------------------------------
 // Employees
@@ -137,20 +137,6 @@ export const IssuedApiKey = Schema.Struct({
 export type IssuedApiKey = typeof IssuedApiKey.Type
 
 // ---------------------------------------------------------------------------
-// Roles
-// ---------------------------------------------------------------------------
-
-/**
- * docs/back-office.md "Roles": staff and keys are for full access (owner,
- * administrator). Checked before the request is decoded: 403 FORBIDDEN.
- */
-export class StaffAccess extends HttpApiMiddleware.Service<StaffAccess, {
-  requires: CurrentEmployee
-}>()("school/domain/api/backoffice/StaffAccess", {
-  error: Errors.Forbidden.envelope
-}) {}
-
-// ---------------------------------------------------------------------------
 // Endpoints
 // ---------------------------------------------------------------------------
 
@@ -167,16 +153,16 @@ export class EmployeesGroup extends HttpApiGroup.make("employees")
       payload: CreateEmployeeRequest,
       success: created(StaffMember),
       error: [Errors.ValidationFailed.envelope, Errors.Conflict.envelope]
-    }).annotate(
+    }).annotate(RequiredAccess, FULL_ACCESS).annotate(
       OpenApi.Summary,
       "Add a member of staff (administrator, manager or teacher); the e-mail is their login, unique across the service"
     ),
     HttpApiEndpoint.get("list", "/employees", {
       query: pagination,
       success: okList(StaffMember)
-    }).annotate(OpenApi.Summary, "The school's staff, by ascending id")
+    }).annotate(RequiredAccess, FULL_ACCESS).annotate(OpenApi.Summary, "The school's staff, by ascending id")
   )
-  .middleware(StaffAccess)
+  .middleware(RoleCheck)
   .middleware(BackOfficeValidation)
   .middleware(SessionAuthentication)
 {}
@@ -187,24 +173,24 @@ export class ApiKeysGroup extends HttpApiGroup.make("apiKeys")
       payload: CreateApiKeyRequest,
       success: created(IssuedApiKey),
       error: [Errors.ValidationFailed.envelope, Errors.TariffTooLow.envelope]
-    }).annotate(
+    }).annotate(RequiredAccess, FULL_ACCESS).annotate(
       OpenApi.Summary,
       "Issue a key for the public API (Extended plan or above); the whole key is shown only here"
     ),
     HttpApiEndpoint.get("list", "/api-keys", {
       query: pagination,
       success: okList(ApiKeyView)
-    }).annotate(OpenApi.Summary, "The school's keys, by ascending id (never their secrets)"),
+    }).annotate(RequiredAccess, FULL_ACCESS).annotate(OpenApi.Summary, "The school's keys, by ascending id (never their secrets)"),
     HttpApiEndpoint.delete("revoke", "/api-keys/:id", {
       params: { id: ApiKeyIdFromPath },
       success: ok(ApiKeyView),
       error: [Errors.NotFound.envelope]
-    }).annotate(
+    }).annotate(RequiredAccess, FULL_ACCESS).annotate(
       OpenApi.Summary,
       "Revoke a key: it answers revoked_key on the public API from then on (a second revocation keeps the first time)"
     )
   )
-  .middleware(StaffAccess)
+  .middleware(RoleCheck)
   .middleware(BackOfficeValidation)
   .middleware(SessionAuthentication)
 {}
