@@ -13,6 +13,7 @@ import * as RowCounts from "./migrations/0300_row_counts.ts"
 import * as IdempotencyOwner from "./migrations/0400_idempotency_owner.ts"
 import * as Sessions from "./migrations/0500_sessions.ts"
 import * as BackOffice from "./migrations/0510_back_office.ts"
+import * as FirstAttended from "./migrations/0540_attendance_first_attended.ts"
 import * as Dispatcher from "./migrations/0600_dispatcher.ts"
 
 /** A migration that runs its statements one by one. */
@@ -33,6 +34,7 @@ export const migrations = {
   "0400_idempotency_owner": fromStatements(IdempotencyOwner.statements),
   "0500_sessions": fromStatements(Sessions.statements),
   "0510_back_office": fromStatements(BackOffice.statements),
+  "0540_attendance_first_attended": fromStatements(FirstAttended.statements),
   "0600_dispatcher": fromStatements(Dispatcher.statements)
 }
 

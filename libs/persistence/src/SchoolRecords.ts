@@ -1,0 +1,418 @@
+/**
+ * The back office's writes of school records (docs/back-office.md; spec
+ * 2.3, 2.4, 6.3, 6.4; docs/decisions.md "Resources", "Writes"): reference
+ * data (filials, subjects, programs, levels), groups, students, lessons,
+ * attendance marks and payments. Enrollment is not here: both APIs use
+ * Enrollments.enroll.
+ *
+ * Each write is ONE statement: the references it names are checked against
+ * the caller's school, the rows are written only when all of them are the
+ * school's, and the webhook event (student.created, lesson.completed,
+ * payment.received) is appended to the outbox in the same statement, so a
+ * refused write leaves no row and no event. A reference that is not the
+ * school's (missing, or another school's: the same answer) is 422
+ * VALIDATION_FAILED on its field; every bad reference is reported at once.
+ * Every function takes the caller's SchoolId.
+ */
+import { Context, Effect, Layer, Schema } from "effect"
+import type { Statement } from "effect/sql"
+import { SqlClient } from "effect/sql"
+import { type Ids, Models, Money } from "@school/domain"
+import * as Errors from "@school/domain/BackOfficeErrors"
+import * as Rules from "@school/domain/SchoolRecords"
+import { insertEvents } from "./Outbox.ts"
+
+/** A reference a write names: the body field, whether it is the school's (a boolean SQL expression), and why not. */
+interface Reference {
+  readonly field: string
+  readonly ok: Statement.Fragment
+  readonly message: string
+}
+
+const Missing = Schema.Struct({ missing: Schema.Array(Schema.String) })
+const decodeMissing = Schema.decodeUnknownEffect(Missing)
+
+const refused = (references: ReadonlyArray<Reference>, missing: ReadonlyArray<string>) => {
+  const fields: Record<string, Array<string>> = {}
+  for (const reference of references) {
+    if (missing.includes(reference.field)) fields[reference.field] = [reference.message]
+  }
+  return new Errors.ValidationFailed({ message: `Invalid request body: ${missing.join(", ")}`, fields })
+}
+
+const StudentCardRow = Schema.Struct({
+  ...Models.StudentCard.fields,
+  balance_kopecks: Money.KopecksFromBigInt
+})
+const PaymentRow = Schema.Struct({
+  ...Models.Payment.fields,
+  amount_kopecks: Money.KopecksFromBigInt
+})
+
+/** What the attendance statement found, beside the mark (NULL when none was written). */
+const MarkOutcome = Schema.Struct({
+  lesson_found: Schema.Boolean,
+  student_found: Schema.Boolean,
+  lesson_id: Schema.NullOr(Schema.Int)
+})
+const decodeMarkOutcome = Schema.decodeUnknownEffect(MarkOutcome)
+const decodeMark = Schema.decodeUnknownEffect(Rules.AttendanceMark)
+
+/** What the payment statement found: the references, and whether the balance was raised. */
+const PaymentOutcome = Schema.Struct({
+  missing: Schema.Array(Schema.String),
+  id: Schema.NullOr(Schema.Int)
+})
+const decodePaymentOutcome = Schema.decodeUnknownEffect(PaymentOutcome)
+
+export interface NewGroup {
+  readonly name: string
+  readonly filialId: number
+  readonly capacity: number
+  readonly subjectId: number | null
+  readonly programId: number | null
+  readonly levelId: number | null
+  readonly teacherId: number | null
+}
+
+export interface NewStudent {
+  readonly fio: string
+  readonly phone: string
+  readonly email: string
+  readonly filialId: number
+}
+
+export interface NewLesson {
+  readonly groupId: number
+  /** UTC spellings (Timestamps.IsoInstant). */
+  readonly startsAt: string
+  readonly endsAt: string
+  /** null: the group's teacher. */
+  readonly teacherId: number | null
+  readonly topic: string | null
+}
+
+export interface NewPayment {
+  readonly studentId: number
+  readonly amountKopecks: number
+  readonly paymentType: Models.PaymentType
+  readonly groupId: number | null
+  /** UTC spelling; null: now. */
+  readonly paidAt: string | null
+}
+
+type Refusal = Errors.ValidationFailed
+
+export class SchoolRecords extends Context.Service<SchoolRecords, {
+  createFilial(schoolId: Ids.SchoolId, filial: { readonly name: string; readonly address: string | null }): Effect.Effect<typeof Models.Filial.Type>
+  createSubject(schoolId: Ids.SchoolId, subject: { readonly name: string }): Effect.Effect<typeof Models.Subject.Type>
+  createProgram(
+    schoolId: Ids.SchoolId,
+    program: { readonly name: string; readonly subjectId: number | null }
+  ): Effect.Effect<typeof Models.Program.Type, Refusal>
+  createLevel(
+    schoolId: Ids.SchoolId,
+    level: { readonly name: string; readonly programId: number | null }
+  ): Effect.Effect<typeof Models.Level.Type, Refusal>
+  createGroup(schoolId: Ids.SchoolId, group: NewGroup): Effect.Effect<Models.Group, Refusal>
+  /** The student and its `student.created` (spec 6.3). */
+  createStudent(schoolId: Ids.SchoolId, student: NewStudent): Effect.Effect<Models.StudentCard, Refusal>
+  /** The lesson in its group's filial. */
+  createLesson(schoolId: Ids.SchoolId, lesson: NewLesson): Effect.Effect<Models.Lesson, Refusal>
+  /**
+   * Sets a student's mark at a lesson (a second mark replaces the first);
+   * `lesson.completed` when the mark becomes 1 for the first time
+   * (Rules.raisesLessonCompleted). NOT_FOUND: the lesson is not the school's.
+   */
+  markAttendance(
+    schoolId: Ids.SchoolId,
+    lessonId: Rules.LessonId,
+    mark: { readonly studentId: number; readonly visitStatus: Rules.VisitStatus }
+  ): Effect.Effect<Rules.AttendanceMark, Errors.NotFound | Refusal>
+  /** The payment, the student's balance and last-modified time, and `payment.received` (spec 6.3, 6.4). */
+  createPayment(schoolId: Ids.SchoolId, payment: NewPayment): Effect.Effect<Models.Payment, Refusal>
+}>()("school/persistence/SchoolRecords") {
+  static readonly layer = Layer.effect(
+    SchoolRecords,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+
+      /** A row of `table` of the school with that id exists; an absent reference (null) is fine. */
+      const reference = (
+        schoolId: Ids.SchoolId,
+        field: string,
+        table: "filials" | "subjects" | "programs" | "levels" | "employees" | "groups" | "students",
+        id: number | null,
+        what: string
+      ): Reference => ({
+        field,
+        ok: id === null
+          ? sql`true`
+          : sql`EXISTS (SELECT 1 FROM ${sql(table)} WHERE school_id = ${schoolId} AND id = ${id}::int)`,
+        message: `${what} ${id} does not exist in this school.`
+      })
+
+      /** `checks.missing`: the fields whose reference is not the school's. */
+      const missingOf = (references: ReadonlyArray<Reference>) =>
+        references.length === 0
+          ? sql`ARRAY[]::text[]`
+          : sql`array_remove(ARRAY[${
+            sql.csv(references.map((r) => sql`CASE WHEN ${r.ok} THEN NULL ELSE ${r.field}::text END`))
+          }]::text[], NULL)`
+
+      /**
+       * One statement: `checks` (one row: `missing`), then `write` (CTEs
+       * whose first, `r`, writes `FROM checks WHERE checks.ok`), then the
+       * row `columns` (over `r`) or the refusal.
+       */
+      const checkedWrite = <S extends Schema.Top & { readonly DecodingServices: never }>(
+        row: S,
+        references: ReadonlyArray<Reference>,
+        write: Statement.Fragment,
+        columns: Statement.Fragment
+      ): Effect.Effect<S["Type"], Refusal> =>
+        Effect.gen(function*() {
+          const rows = yield* sql`
+            WITH checks AS (
+              SELECT m.missing, cardinality(m.missing) = 0 AS ok FROM (SELECT ${missingOf(references)} AS missing) m
+            ), ${write}
+            SELECT checks.missing, ${columns} FROM checks LEFT JOIN r ON true`.pipe(Effect.orDie)
+          // One row: `checks` has exactly one.
+          const { missing } = yield* Effect.orDie(decodeMissing(rows[0]))
+          if (missing.length > 0) return yield* refused(references, missing)
+          return yield* Effect.orDie(Schema.decodeUnknownEffect(row)(rows[0]))
+        })
+
+      const createFilial = (schoolId: Ids.SchoolId, filial: { readonly name: string; readonly address: string | null }) =>
+        checkedWrite(
+          Models.Filial,
+          [],
+          sql`r AS (
+            INSERT INTO filials (school_id, name, address)
+            SELECT ${schoolId}, ${filial.name}::text, ${filial.address}::text FROM checks WHERE checks.ok
+            RETURNING *)`,
+          sql`r.id, r.name, r.address`
+        ).pipe(Effect.catchTag("BackOfficeValidationFailed", Effect.die))
+
+      const createSubject = (schoolId: Ids.SchoolId, subject: { readonly name: string }) =>
+        checkedWrite(
+          Models.Subject,
+          [],
+          sql`r AS (
+            INSERT INTO subjects (school_id, name) SELECT ${schoolId}, ${subject.name}::text FROM checks WHERE checks.ok
+            RETURNING *)`,
+          sql`r.id, r.name`
+        ).pipe(Effect.catchTag("BackOfficeValidationFailed", Effect.die))
+
+      const createProgram = (schoolId: Ids.SchoolId, program: { readonly name: string; readonly subjectId: number | null }) =>
+        checkedWrite(
+          Models.Program,
+          [reference(schoolId, "subject_id", "subjects", program.subjectId, "Subject")],
+          sql`r AS (
+            INSERT INTO programs (school_id, name, subject_id)
+            SELECT ${schoolId}, ${program.name}::text, ${program.subjectId}::int FROM checks WHERE checks.ok
+            RETURNING *)`,
+          sql`r.id, r.name, r.subject_id`
+        )
+
+      const createLevel = (schoolId: Ids.SchoolId, level: { readonly name: string; readonly programId: number | null }) =>
+        checkedWrite(
+          Models.Level,
+          [reference(schoolId, "program_id", "programs", level.programId, "Program")],
+          sql`r AS (
+            INSERT INTO levels (school_id, name, program_id)
+            SELECT ${schoolId}, ${level.name}::text, ${level.programId}::int FROM checks WHERE checks.ok
+            RETURNING *)`,
+          sql`r.id, r.name, r.program_id`
+        )
+
+      const createGroup = (schoolId: Ids.SchoolId, group: NewGroup) =>
+        checkedWrite(
+          Models.Group,
+          [
+            reference(schoolId, "filial_id", "filials", group.filialId, "Filial"),
+            reference(schoolId, "subject_id", "subjects", group.subjectId, "Subject"),
+            reference(schoolId, "program_id", "programs", group.programId, "Program"),
+            reference(schoolId, "level_id", "levels", group.levelId, "Level"),
+            reference(schoolId, "teacher_id", "employees", group.teacherId, "Employee")
+          ],
+          sql`r AS (
+            INSERT INTO groups (school_id, name, filial_id, subject_id, program_id, level_id, teacher_id, capacity)
+            SELECT ${schoolId}, ${group.name}::text, ${group.filialId}::int, ${group.subjectId}::int,
+                   ${group.programId}::int, ${group.levelId}::int, ${group.teacherId}::int, ${group.capacity}::int
+            FROM checks WHERE checks.ok
+            RETURNING *)`,
+          sql`r.id, r.name, r.filial_id, r.subject_id, r.program_id, r.level_id, r.teacher_id, r.capacity,
+              r.enrolled_count, r.capacity - r.enrolled_count AS free_places`
+        )
+
+      const createStudent = (schoolId: Ids.SchoolId, student: NewStudent) =>
+        checkedWrite(
+          StudentCardRow,
+          [reference(schoolId, "filial_id", "filials", student.filialId, "Filial")],
+          sql`r AS (
+            INSERT INTO students (school_id, fio, phone, email, filial_id)
+            SELECT ${schoolId}, ${student.fio}::text, ${student.phone}::text, ${student.email}::text, ${student.filialId}::int
+            FROM checks WHERE checks.ok
+            RETURNING *
+          ), event AS (
+            ${
+            insertEvents(sql, {
+              schoolId,
+              event: "student.created",
+              // spec 6.3: student_name is the student's fio.
+              payload: sql`json_build_object('student_id', id, 'student_name', fio, 'filial_id', filial_id)`,
+              from: sql`r`
+            })
+          })`,
+          sql`r.id, r.fio, r.phone, r.email, r.balance_kopecks, r.filial_id,
+              api_ts(r.created_at) AS created_at, api_ts(r.updated_at) AS updated_at, '[]'::json AS active_groups`
+        )
+
+      const createLesson = (schoolId: Ids.SchoolId, lesson: NewLesson) => {
+        const groupRef = reference(schoolId, "group_id", "groups", lesson.groupId, "Group")
+        return checkedWrite(
+          Models.Lesson,
+          [groupRef, reference(schoolId, "teacher_id", "employees", lesson.teacherId, "Employee")],
+          sql`r AS (
+            -- The lesson takes its group's filial; without a teacher of its own, the group's teacher.
+            INSERT INTO lessons (school_id, group_id, filial_id, teacher_id, starts_at, ends_at, topic)
+            SELECT ${schoolId}, g.id, g.filial_id, coalesce(${lesson.teacherId}::int, g.teacher_id),
+                   ${lesson.startsAt}::timestamptz, ${lesson.endsAt}::timestamptz, ${lesson.topic}::text
+            FROM checks JOIN groups g ON g.school_id = ${schoolId} AND g.id = ${lesson.groupId}::int
+            WHERE checks.ok
+            RETURNING *)`,
+          sql`r.id, r.group_id, r.filial_id, r.teacher_id, api_ts(r.starts_at) AS starts_at,
+              api_ts(r.ends_at) AS ends_at, r.topic`
+        )
+      }
+
+      const markAttendance = Effect.fnUntraced(function*(
+        schoolId: Ids.SchoolId,
+        lessonId: Rules.LessonId,
+        mark: { readonly studentId: number; readonly visitStatus: Rules.VisitStatus }
+      ) {
+        // Concurrent marks of one student at one lesson serialize on the
+        // attendance row (ON CONFLICT waits for the other's row), and
+        // `first_attended_at` is set once by the table's trigger (migration
+        // 0540), so exactly one mark sees it go from unset to set: the one
+        // that raises lesson.completed (Rules.raisesLessonCompleted).
+        const rows = yield* sql`
+          WITH l AS (
+            SELECT id, group_id, filial_id, teacher_id FROM lessons WHERE school_id = ${schoolId} AND id = ${lessonId}::int
+          ), st AS (
+            SELECT id FROM students WHERE school_id = ${schoolId} AND id = ${mark.studentId}::int
+          ), m AS (
+            INSERT INTO attendance AS a (school_id, lesson_id, student_id, visit_status, marked_at)
+            SELECT ${schoolId}, l.id, st.id, ${mark.visitStatus}::smallint, clock_timestamp() FROM l, st
+            ON CONFLICT (school_id, lesson_id, student_id)
+              DO UPDATE SET visit_status = EXCLUDED.visit_status, marked_at = EXCLUDED.marked_at
+            RETURNING new.lesson_id, new.student_id, new.visit_status, new.marked_at, new.first_attended_at,
+                      old.first_attended_at IS NULL AND new.first_attended_at IS NOT NULL AS completes
+          ), event AS (
+            ${
+          insertEvents(sql, {
+            schoolId,
+            event: "lesson.completed",
+            // spec 6.3; docs/decisions.md "Webhooks": teacher_id 0 when the lesson has none.
+            payload: sql`json_build_object('student_id', m.student_id, 'lesson_id', m.lesson_id, 'group_id', l.group_id,
+                                           'teacher_id', coalesce(l.teacher_id, 0), 'visit_status', m.visit_status,
+                                           'filial_id', l.filial_id)`,
+            from: sql`m JOIN l ON l.id = m.lesson_id WHERE m.completes`
+          })
+        }
+          )
+          SELECT EXISTS (SELECT 1 FROM l) AS lesson_found, EXISTS (SELECT 1 FROM st) AS student_found,
+                 m.lesson_id, m.student_id, l.group_id, m.visit_status, api_ts(m.marked_at) AS marked_at,
+                 api_ts(m.first_attended_at) AS first_attended_at
+          FROM (VALUES (1)) AS one (x) LEFT JOIN m ON true LEFT JOIN l ON true`.pipe(Effect.orDie)
+        // One row always: VALUES (1) LEFT JOIN the mark.
+        const outcome = yield* Effect.orDie(decodeMarkOutcome(rows[0]))
+        if (!outcome.lesson_found) {
+          return yield* new Errors.NotFound({ message: `Lesson ${lessonId} does not exist.` })
+        }
+        if (!outcome.student_found) {
+          return yield* new Errors.ValidationFailed({
+            message: "Invalid request body: student_id",
+            fields: { student_id: [`Student ${mark.studentId} does not exist in this school.`] }
+          })
+        }
+        return yield* Effect.orDie(decodeMark(rows[0]))
+      })
+
+      const decodePayment = Schema.decodeUnknownEffect(PaymentRow)
+
+      const createPayment = Effect.fnUntraced(function*(schoolId: Ids.SchoolId, payment: NewPayment) {
+        const references = [
+          reference(schoolId, "student_id", "students", payment.studentId, "Student"),
+          reference(schoolId, "group_id", "groups", payment.groupId, "Group")
+        ]
+        // spec 6.4: amount and payment_amount are the stored sum in roubles, as an exact decimal
+        // (Money.roublesText: 150050 → 1500.5); a numeric keeps that text in the json.
+        const roubles = Money.roublesText(payment.amountKopecks)
+        const rows = yield* sql`
+          WITH checks AS (
+            SELECT m.missing, cardinality(m.missing) = 0 AS ok FROM (SELECT ${missingOf(references)} AS missing) m
+          ), s AS (
+            -- The balance moves, and with it the student's updated_at (its touch trigger), so an
+            -- updated_since sync of GET /students sees the payment. The bound keeps the balance
+            -- within what a JSON number carries exactly.
+            UPDATE students SET balance_kopecks = balance_kopecks + ${payment.amountKopecks}::bigint
+            FROM checks
+            WHERE checks.ok AND school_id = ${schoolId} AND id = ${payment.studentId}::int
+              AND balance_kopecks + ${payment.amountKopecks}::bigint <= ${Number.MAX_SAFE_INTEGER}::bigint
+            RETURNING id, filial_id
+          ), r AS (
+            -- docs/decisions.md "Writes": the payment is booked to the student's filial.
+            INSERT INTO payments (school_id, student_id, amount_kopecks, payment_type, group_id, filial_id, paid_at)
+            SELECT ${schoolId}, s.id, ${payment.amountKopecks}::bigint, ${payment.paymentType}::text, ${payment.groupId}::int,
+                   s.filial_id, coalesce(${payment.paidAt}::timestamptz, now())
+            FROM s
+            RETURNING *
+          ), event AS (
+            ${
+          insertEvents(sql, {
+            schoolId,
+            event: "payment.received",
+            // spec 6.3; docs/decisions.md "Webhooks": group_id 0 when the payment has none.
+            payload: sql`json_build_object('student_id', student_id, 'payment_id', id,
+                                           'amount', ${roubles}::numeric, 'payment_amount', ${roubles}::numeric,
+                                           'payment_type', payment_type, 'group_id', coalesce(group_id, 0),
+                                           'filial_id', filial_id)`,
+            from: sql`r`
+          })
+        }
+          )
+          SELECT checks.missing, r.id, r.student_id, r.amount_kopecks, r.payment_type, r.group_id, r.filial_id,
+                 api_ts(r.paid_at) AS paid_at, api_ts(r.created_at) AS created_at, api_ts(r.updated_at) AS updated_at
+          FROM checks LEFT JOIN r ON true`.pipe(Effect.orDie)
+        const outcome = yield* Effect.orDie(decodePaymentOutcome(rows[0]))
+        if (outcome.missing.length > 0) return yield* refused(references, outcome.missing)
+        if (outcome.id === null) {
+          return yield* new Errors.ValidationFailed({
+            message: "Invalid request body: amount_kopecks",
+            fields: {
+              amount_kopecks: [
+                `The payment would take student ${payment.studentId}'s balance beyond ${Number.MAX_SAFE_INTEGER} kopecks.`
+              ]
+            }
+          })
+        }
+        return yield* Effect.orDie(decodePayment(rows[0]))
+      })
+
+      return SchoolRecords.of({
+        createFilial,
+        createSubject,
+        createProgram,
+        createLevel,
+        createGroup,
+        createStudent,
+        createLesson,
+        markAttendance,
+        createPayment
+      })
+    })
+  )
+}
+
