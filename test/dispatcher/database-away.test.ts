@@ -1,0 +1,94 @@
+/**
+ * The dispatcher process while its PostgreSQL is away (issue 11; docs/
+ * operators.md "Database away"): it keeps running and logs the outage,
+ * /health/ready answers 503 meanwhile (/health/live 200), and once the
+ * database is back it resumes without a restart: an event written after the
+ * return is delivered.
+ *
+ * The test starts its own embedded PostgreSQL (never the run's shared
+ * server) and stops and restarts it.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { embedded } from "@school/local-postgres/EmbeddedPostgres"
+import { runMigrations } from "@school/persistence/Migrations"
+import * as Sql from "@school/persistence/Sql"
+import { freePort } from "@school/runtime/Ports"
+import { Effect, Exit, Scope } from "effect"
+import * as Fs from "node:fs/promises"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { startDispatcher } from "../support/Processes.ts"
+import { startReceiver } from "../support/Receivers.ts"
+import * as T from "./support.ts"
+
+const status = (url: string) =>
+  Effect.promise(async () => {
+    try {
+      return (await fetch(url)).status
+    } catch {
+      return 0
+    }
+  })
+
+const until = (url: string, expected: number, deadline: number) =>
+  Effect.gen(function*() {
+    const started = Date.now()
+    while (true) {
+      const got = yield* status(url)
+      if (got === expected || Date.now() - started > deadline) return got
+      yield* Effect.sleep("100 millis")
+    }
+  })
+
+describe("the dispatcher with the database away", () => {
+  it.live("keeps running, not ready while away; resumes and delivers once it is back", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* Effect.acquireRelease(
+        Effect.promise(() => Fs.mkdtemp(Path.join(Os.tmpdir(), "school-dispatcher-away-"))),
+        (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
+      )
+      const pgPort = yield* freePort
+      const outer = yield* Scope.Scope
+      const startDatabase = Effect.gen(function*() {
+        const scope = yield* Scope.fork(outer)
+        const database = yield* embedded({ dataDir, persistent: true, durable: false, port: pgPort }).pipe(
+          Scope.provide(scope),
+          Effect.orDie
+        )
+        return { url: database.url, stop: Scope.close(scope, Exit.void) }
+      })
+      const withDatabase = (url: string) => Effect.provide(Sql.layer({ url, maxConnections: 1 }))
+
+      const first = yield* startDatabase
+      const receiver = yield* startReceiver()
+      const { schoolId } = yield* Effect.gen(function*() {
+        yield* Effect.orDie(runMigrations)
+        const school = yield* T.school("Away school")
+        yield* T.subscription(school.schoolId, receiver.url)
+        yield* T.leads(school.schoolId, 1, "Before")
+        return school
+      }).pipe(withDatabase(first.url))
+
+      const dispatcher = yield* startDispatcher(first.url, {
+        WEBHOOK_ALLOW_INSECURE_URLS: "true",
+        WEBHOOK_TIMEOUT: "1s",
+        DATABASE_ACQUIRE_TIMEOUT: "1s",
+        DATABASE_STATEMENT_TIMEOUT: "2s"
+      })
+      const health = `http://127.0.0.1:${dispatcher.port}/health`
+      yield* receiver.waitFor(1)
+
+      yield* first.stop
+      assert.strictEqual(yield* until(`${health}/ready`, 503, 10_000), 503)
+      assert.strictEqual(yield* status(`${health}/live`), 200)
+      yield* Effect.sleep("1500 millis")
+      assert.match(dispatcher.log(), /the database does not answer/)
+
+      const second = yield* startDatabase
+      yield* T.leads(schoolId, 1, "After").pipe(withDatabase(second.url))
+      const received = yield* receiver.waitFor(2, 20_000)
+      assert.match(received[1]?.body ?? "", /After 1/)
+      assert.strictEqual(yield* until(`${health}/ready`, 200, 10_000), 200)
+      assert.match(dispatcher.log(), /the database answers again/)
+    }).pipe(Effect.scoped), 120_000)
+})
