@@ -99,4 +99,17 @@ layer(TestDatabase.layer, { excludeTestServices: true })("failed attempts", (it)
       assert.strictEqual(receiver.connections(), 0, "no connection to the loopback receiver")
       assert.strictEqual(receiver.received.length, 0)
     }))
+
+  it.effect("insecure URLs on: a host name resolved once, its checked addresses tried in turn (localhost → ::1, 127.0.0.1)", () =>
+    Effect.gen(function*() {
+      const { schoolId } = yield* T.school("Localhost school")
+      // Listens on 127.0.0.1 only; localhost may resolve to ::1 first.
+      const receiver = yield* startReceiver()
+      yield* T.subscription(schoolId, `http://localhost:${receiver.port}/hook`)
+      yield* T.runDispatcher(firstOnly)
+      yield* T.leads(schoolId, 1)
+      const [request] = yield* receiver.waitFor(1)
+      assert.strictEqual(request?.headers["host"], `localhost:${receiver.port}`)
+      yield* T.eventually("delivered", T.deliveries(schoolId), (rows) => rows[0]?.status === "delivered")
+    }))
 })

@@ -9,7 +9,8 @@
  *   address: Node's `http(s).request` is given a `lookup` that answers with
  *   that address, so no second resolution happens between the check and the
  *   connect (TLS still verifies the certificate for the host name, which is
- *   also the SNI and the Host header). A refused address is the error
+ *   also the SNI and the Host header; when Node tries the addresses in turn,
+ *   it gets the checked ones and no other). A refused address is the error
  *   `blocked_address` and no connection is made;
  * - no redirect is followed (Node's client follows none): a 3xx is a
  *   failure like any other non-2xx;
@@ -111,12 +112,12 @@ const failure = (started: number, error: AttemptError, detail: string, responseC
   durationMs: Math.max(0, Math.round(performance.now() - started))
 })
 
-/** The address to connect to, checked; or why there is none. */
+/** The addresses to connect to, every one checked; or why there are none. */
 const resolve = async (
   host: ReceiverAddress.Host,
   policy: ReceiverAddress.Policy
-): Promise<{ readonly address: string; readonly family: number } | { readonly error: AttemptError; readonly detail: string }> => {
-  if (host._tag === "Address") return { address: host.address, family: isIP(host.address) }
+): Promise<{ readonly addresses: ReadonlyArray<LookupAddress> } | { readonly error: AttemptError; readonly detail: string }> => {
+  if (host._tag === "Address") return { addresses: [{ address: host.address, family: isIP(host.address) }] }
   let addresses: ReadonlyArray<LookupAddress>
   try {
     addresses = await lookup(host.name, { all: true, verbatim: true })
@@ -125,10 +126,7 @@ const resolve = async (
   }
   const refusal = ReceiverAddress.resolvedRefusal(host.name, addresses.map((a) => a.address), policy)
   if (refusal !== undefined) return { error: "blocked_address", detail: refusal }
-  const first = addresses[0]
-  return first === undefined
-    ? { error: "dns_error", detail: `${host.name} resolves to no address` }
-    : { address: first.address, family: first.family }
+  return addresses.length === 0 ? { error: "dns_error", detail: `${host.name} resolves to no address` } : { addresses }
 }
 
 /** POSTs `body` once; never rejects. */
@@ -159,10 +157,12 @@ export const post = (options: PostOptions): Promise<Outcome> => {
       if ("error" in target) return finish(failure(started, target.error, target.detail))
       const url = new URL(parsed.href)
       const https = url.protocol === "https:"
+      // Node asks for every address when it tries them in turn (autoSelectFamily): all of them were checked.
+      const [first] = target.addresses
       const pinned: LookupFunction = (_hostname, lookupOptions, callback) =>
         lookupOptions.all === true
-          ? callback(null, [{ address: target.address, family: target.family }])
-          : callback(null, target.address, target.family)
+          ? callback(null, [...target.addresses])
+          : callback(null, first?.address ?? "", first?.family ?? 4)
       const body = Buffer.from(options.body, "utf8")
       const req = (https ? Https.request : Http.request)(url, {
         method: "POST",
