@@ -3,6 +3,8 @@
  *
  *   schools create --name NAME --plan PLAN --owner-email EMAIL --owner-password PASSWORD [--owner-name NAME] [--json]
  *   schools set-plan --school ID --plan PLAN [--json]
+ *   keys create --school ID --scope read|write [--name NAME] [--expires-at ISO] [--json]
+ *   keys revoke --school ID --key-id ID [--json]
  *   demo seed [--json]
  *
  * Against DATABASE_URL. When it is unset, against the embedded PostgreSQL of
@@ -12,15 +14,25 @@
  *
  * With --json, stdout carries exactly one JSON document; logs go to stderr.
  * A bad argument is one line on stderr and exit 2; a refused operation (e-mail
- * taken, no such school, no database) one line and exit 1.
+ * taken, no such school or key, a plan below Extended for a key, no
+ * database) one line and exit 1.
  */
-import { Console, Effect, Option, Schema } from "effect"
+import { Clock, Console, Effect, Option, Schema } from "effect"
 import { CliError, CliOutput, Command, Flag } from "effect/cli"
 import * as NodeServices from "@effect/platform-node/NodeServices"
+import { expiryProblem, Scope } from "@school/domain/ApiKey"
 import * as Ids from "@school/domain/Ids"
+import { NAME_MAX } from "@school/domain/Text"
+import { toUtc } from "@school/domain/Timestamps"
 import { seedDemo } from "@school/persistence/DemoSeed"
 import { runMain } from "@school/runtime/Main"
-import { createSchool, MAIN_FUNNEL_STATUSES, setPlan } from "@school/persistence/Schools"
+import {
+  createSchool,
+  issueApiKeyOnPlan,
+  MAIN_FUNNEL_STATUSES,
+  revokeApiKey,
+  setPlan
+} from "@school/persistence/Schools"
 import { Settings } from "@school/runtime/Settings"
 import { Database } from "./Database.ts"
 
@@ -41,6 +53,21 @@ const nonEmpty = (name: string) =>
 const Email = Schema.String.pipe(
   Schema.check(Schema.isPattern(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, { message: "expected an e-mail address" }))
 )
+
+const schoolFlag = Flag.Int("school").pipe(
+  Flag.filterMap((id) => Ids.SchoolId.makeOption(id), () => "--school must be a positive school id"),
+  Flag.withDescription("School id")
+)
+
+/** A bad argument found only when the command runs (an expiry already past): exit 2, like any bad argument. */
+class InvalidArgument extends Schema.TaggedError<InvalidArgument>()("InvalidArgument", {
+  flag: Schema.String,
+  problem: Schema.String
+}) {
+  override get message(): string {
+    return `--${this.flag}: ${this.problem}`
+  }
+}
 
 /** Prints the result: the JSON document, or a line for a person. */
 const output = (asJson: boolean, value: object, line: string) =>
@@ -79,10 +106,7 @@ const create = Command.make(
 const setPlanCommand = Command.make(
   "set-plan",
   {
-    school: Flag.Int("school").pipe(
-      Flag.filterMap((id) => Ids.SchoolId.makeOption(id), () => "--school must be a positive school id"),
-      Flag.withDescription("School id")
-    ),
+    school: schoolFlag,
     plan,
     json
   },
@@ -95,6 +119,71 @@ const setPlanCommand = Command.make(
     )
   })
 ).pipe(Command.withDescription("Change a school's plan"))
+
+/** The name a key gets when `--name` is not given. */
+const DEFAULT_KEY_NAME = "operator"
+
+const keysCreate = Command.make(
+  "create",
+  {
+    school: schoolFlag,
+    scope: Flag.Literals("scope", Scope.literals).pipe(Flag.withDescription("read, or write (which can also read)")),
+    name: Flag.String("name").pipe(
+      Flag.filter(
+        (value) => value.trim() !== "" && value.trim().length <= NAME_MAX,
+        () => `--name must be 1 to ${NAME_MAX} characters`
+      ),
+      Flag.optional,
+      Flag.withDescription(`What the key is for (default: ${DEFAULT_KEY_NAME})`)
+    ),
+    expiresAt: Flag.String("expires-at").pipe(
+      Flag.optional,
+      Flag.withDescription("When the key stops working: ISO 8601 with an offset, in the future (default: never)")
+    ),
+    json
+  },
+  Effect.fn(function*(input) {
+    let expiresAt: string | null = null
+    if (Option.isSome(input.expiresAt)) {
+      const problem = expiryProblem(input.expiresAt.value, yield* Clock.currentTimeMillis)
+      if (problem !== undefined) return yield* new InvalidArgument({ flag: "expires-at", problem })
+      expiresAt = toUtc(input.expiresAt.value) ?? null
+    }
+    // spec 5.2: the same plan rule as the back office's POST /api-keys.
+    const issued = yield* issueApiKeyOnPlan(input.school, {
+      name: Option.getOrElse(input.name, () => DEFAULT_KEY_NAME).trim(),
+      scope: input.scope,
+      expiresAt
+    }).pipe(Effect.provide(Database.layer))
+    yield* output(
+      input.json,
+      { id: issued.id, key: issued.key, scope: issued.scope, prefix: issued.prefix },
+      `${issued.key}\n  key ${issued.id} of school ${input.school}, ${issued.scope} scope, ${
+        issued.expires_at === null ? "never expires" : `expires ${issued.expires_at}`
+      }; shown only now: store it safely`
+    )
+  })
+).pipe(Command.withDescription("Issue an API key (the school's plan must be Extended or Pro); prints the whole key once"))
+
+const keysRevoke = Command.make(
+  "revoke",
+  {
+    school: schoolFlag,
+    keyId: Flag.Int("key-id").pipe(
+      Flag.filterMap((id) => Ids.ApiKeyId.makeOption(id), () => "--key-id must be a positive key id"),
+      Flag.withDescription("The key's id (as keys create printed it)")
+    ),
+    json
+  },
+  Effect.fn(function*(input) {
+    const revoked = yield* revokeApiKey(input.school, input.keyId).pipe(Effect.provide(Database.layer))
+    yield* output(
+      input.json,
+      { id: revoked.id, school_id: input.school, prefix: revoked.prefix, revoked_at: revoked.revoked_at },
+      `key ${revoked.id} (svc_${revoked.prefix}_…) of school ${input.school} revoked at ${revoked.revoked_at}`
+    )
+  })
+).pipe(Command.withDescription("Revoke an API key: it answers revoked_key from then on"))
 
 const seed = Command.make(
   "seed",
@@ -120,6 +209,10 @@ const cli = Command.make("cli").pipe(
     Command.make("schools").pipe(
       Command.withDescription("Schools"),
       Command.withSubcommands([create, setPlanCommand])
+    ),
+    Command.make("keys").pipe(
+      Command.withDescription("API keys for the public API"),
+      Command.withSubcommands([keysCreate, keysRevoke])
     ),
     Command.make("demo").pipe(
       Command.withDescription("Demo data"),
@@ -157,7 +250,12 @@ const program = Command.runWith(cli, { version: "1.0.0" })(process.argv.slice(2)
   // Help because of bad arguments: the presenter printed the line, exit 2.
   Effect.catchTag("ShowHelp", (help) => help.errors.length === 0 ? Effect.void : usageError(undefined)),
   Effect.catchIf(CliError.isCliError, (error) => usageError(error.message)),
-  Effect.catchTag(["EmailTaken", "SchoolNotFound", "DatabaseStartError"], (error) => refused(error.message)),
+  Effect.catchTag("InvalidArgument", (error) => usageError(error.message)),
+  Effect.catchTag("PlanTooLow", (error) => refused(`school ${error.schoolId}: ${error.message}`)),
+  Effect.catchTag(
+    ["EmailTaken", "SchoolNotFound", "ApiKeyNotFound", "DatabaseStartError"],
+    (error) => refused(error.message)
+  ),
   Effect.catchTag("SqlError", (error) => refused(`cannot reach the database: ${error.message}`)),
   Effect.provide([NodeServices.layer, presenter]),
   Effect.provide(Settings.layerWithLogging)

@@ -3,7 +3,8 @@
  * "Operator CLI"): creating one with its owner and main funnel, changing its
  * plan, and issuing API keys: `issueApiKeyOnPlan` applies the plan rule of
  * spec 5.2 (`Plans.canIssueKeys`) for the back office and `keys create`;
- * `issueApiKey` issues to any school (the demo seed, test fixtures). Each
+ * `issueApiKey` issues to any school (the demo seed, test fixtures); and
+ * revoking a key for `keys revoke` (`revokeApiKey`). Each
  * write is one statement (data-modifying CTEs), so a school is never half
  * created. Rows are decoded here; SQL and decode errors are
  * defects, so callers see only the errors below.
@@ -35,10 +36,20 @@ export class SchoolNotFound extends Schema.TaggedError<SchoolNotFound>()("School
 
 /** spec 5.2: the school's plan is below Extended (or it has none), so it may not issue API keys. */
 export class PlanTooLow extends Schema.TaggedError<PlanTooLow>()("PlanTooLow", {
+  schoolId: Schema.Number,
   plan: Schema.NullOr(Schema.String)
 }) {
   override get message(): string {
     return keysNeedPlanMessage(this.plan)
+  }
+}
+
+export class ApiKeyNotFound extends Schema.TaggedError<ApiKeyNotFound>()("ApiKeyNotFound", {
+  schoolId: Schema.Number,
+  keyId: Schema.Number
+}) {
+  override get message(): string {
+    return `school ${this.schoolId} has no API key with id ${this.keyId}`
   }
 }
 
@@ -218,7 +229,7 @@ export const issueApiKeyOnPlan = Effect.fn("Schools.issueApiKeyOnPlan")(
       const rows = yield* sql`SELECT plan FROM schools WHERE id = ${schoolId} FOR SHARE`
       const [school] = yield* Effect.orDie(decodePlan(rows))
       if (school === undefined) return yield* new SchoolNotFound({ schoolId })
-      if (!canIssueKeys(school.plan)) return yield* new PlanTooLow({ plan: school.plan })
+      if (!canIssueKeys(school.plan)) return yield* new PlanTooLow({ schoolId, plan: school.plan })
       return yield* insertKey(schoolId, input)
     })
     return yield* sql.withTransaction(issue).pipe(
@@ -228,5 +239,46 @@ export const issueApiKeyOnPlan = Effect.fn("Schools.issueApiKeyOnPlan")(
       }),
       Effect.catchTag("SqlError", Effect.die)
     )
+  }
+)
+
+const RevokedKey = Schema.Struct({
+  id: Ids.ApiKeyId,
+  prefix: Schema.String,
+  revoked_at: Timestamp
+})
+export type RevokedKey = typeof RevokedKey.Type
+const decodeRevocation = Schema.decodeUnknownEffect(Schema.Struct({
+  school_found: Schema.Boolean,
+  key: Schema.NullOr(RevokedKey)
+}))
+
+/**
+ * Revokes a school's key for the operator (docs/operators.md "keys revoke"),
+ * as the back office's DELETE /api-keys/{id} does: `revoked_at` is set once
+ * (a second revocation keeps the first time) and the trigger of migration
+ * 0200 tells every API process's rate limiter. An unknown school and an
+ * unknown key are told apart, for the operator's one line.
+ */
+export const revokeApiKey = Effect.fn("Schools.revokeApiKey")(
+  function*(
+    schoolId: Ids.SchoolId,
+    keyId: Ids.ApiKeyId
+  ): Effect.fn.Return<RevokedKey, SchoolNotFound | ApiKeyNotFound, SqlClient.SqlClient> {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql`
+      WITH revoked AS (
+        UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
+        WHERE school_id = ${schoolId} AND id = ${keyId}
+        RETURNING id, prefix, api_ts(revoked_at) AS revoked_at
+      )
+      SELECT EXISTS (SELECT 1 FROM schools WHERE id = ${schoolId}) AS school_found,
+             (SELECT to_jsonb(revoked) FROM revoked) AS key
+    `.pipe(Effect.orDie)
+    // One row: the SELECT has no FROM.
+    const result = yield* Effect.orDie(decodeRevocation(rows[0]))
+    if (!result.school_found) return yield* new SchoolNotFound({ schoolId })
+    if (result.key === null) return yield* new ApiKeyNotFound({ schoolId, keyId })
+    return result.key
   }
 )
