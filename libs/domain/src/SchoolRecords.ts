@@ -14,7 +14,7 @@
 import { Option, Result, Schema } from "effect"
 import { DecimalIntFromString, IntUpToMaxId, PositiveInt32 } from "./Ids.ts"
 import { optionalField } from "./Leads.ts"
-import { Payment, PaymentType } from "./Models.ts"
+import { PaymentType } from "./Models.ts"
 import { PaymentKopecks } from "./Money.ts"
 import { validatePhone } from "./Phone.ts"
 import { NAME_MAX, PHONE_MAX, Text } from "./Text.ts"
@@ -204,6 +204,3 @@ export const CreatePaymentRequest = Schema.Struct({
   paid_at: optionalField(IsoInstant, "an ISO 8601 date-time with an offset", "When it was paid; omitted or null: now")
 }).annotate(body("CreatePaymentRequest"))
 export type CreatePaymentRequest = typeof CreatePaymentRequest.Type
-
-/** The payment as the public API shows it (docs/decisions.md "Resources"). */
-export { Payment }
