@@ -1,29 +1,21 @@
 /**
  * Handlers of the back office's school records
  * (libs/domain/src/api/backoffice/School.ts; docs/back-office.md): the role
- * is checked before the request is decoded (`SchoolAccessLive`), and again
+ * is checked before the request is decoded (`RoleCheck`), and again
  * first thing in every handler (requireAccess); then one repository call.
  * Enrollment is the public API's own function (Enrollments.enroll), its
  * refusals said in the back office's codes. `SchoolRepositories` names the
  * persistence services they need beyond those Server.ts already provides
  * (Enrollments); Server.ts provides them with the rest.
  */
-import { Context, Effect, Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { SchoolAccess, SchoolRequiredAccess } from "@school/domain/api/backoffice/School"
 import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"
 import { toBackOfficeError } from "@school/domain/Enrollments"
 import { FULL_ACCESS, FULL_ACCESS_OR_MANAGER, FULL_ACCESS_OR_TEACHER } from "@school/domain/Sessions"
 import { Enrollments } from "@school/persistence/Enrollments"
 import { SchoolRecords } from "@school/persistence/SchoolRecords"
 import { requireAccess } from "../../BackOfficeAuth.ts"
-
-/** docs/back-office.md "Roles": the endpoint's `SchoolRequiredAccess`, checked before its request is decoded. */
-export const SchoolAccessLive = Layer.succeed(
-  SchoolAccess,
-  (httpEffect, { endpoint }) =>
-    Effect.flatMap(requireAccess(Context.get(endpoint.annotations, SchoolRequiredAccess)), () => httpEffect)
-)
 
 export const SchoolRepositories = SchoolRecords.layer
 
@@ -128,6 +120,4 @@ const StudentsHandlers = HttpApiBuilder.group(
   })
 )
 
-export const SchoolHandlersNoDeps = Layer.mergeAll(ReferenceHandlers, StudentsHandlers).pipe(
-  Layer.provideMerge(SchoolAccessLive)
-)
+export const SchoolHandlersNoDeps = Layer.mergeAll(ReferenceHandlers, StudentsHandlers)

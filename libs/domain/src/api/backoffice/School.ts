@@ -4,38 +4,20 @@
  * enrollments, attendance and payments, the actions that raise events
  * (spec 6.3). The contract: paths, bodies (libs/domain/src/SchoolRecords.ts),
  * success shapes (the records as the public API shows them, docs/decisions.md
- * "Resources"), errors, and the roles each call needs (`SchoolRequiredAccess`,
- * checked by `SchoolAccess` before the request is decoded, so a refused role
+ * "Resources"), errors, and the roles each call needs (`RequiredAccess`,
+ * checked by `RoleCheck` before the request is decoded, so a refused role
  * gets 403 FORBIDDEN whatever it sent). Endpoints are added before
  * `.middleware(...)`, which applies to those added before it.
  */
-import { Context, Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, OpenApi } from "effect/http-api"
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import * as Errors from "../../BackOfficeErrors.ts"
 import { CreateEnrollmentRequest, Enrollment } from "../../Enrollments.ts"
 import { StudentIdFromPath } from "../../Ids.ts"
 import * as Models from "../../Models.ts"
 import * as Records from "../../SchoolRecords.ts"
-import { type Access, FULL_ACCESS, FULL_ACCESS_OR_MANAGER, FULL_ACCESS_OR_TEACHER } from "../../Sessions.ts"
-import { BackOfficeValidation, CurrentEmployee, ok, SessionAuthentication } from "../BackOfficeMiddleware.ts"
-
-/**
- * The roles an endpoint of this module admits (docs/back-office.md
- * "Roles"), as an endpoint annotation; an endpoint without one admits nobody.
- */
-export const SchoolRequiredAccess = Context.Reference<Access>("school/domain/api/backoffice/SchoolRequiredAccess", {
-  defaultValue: () => []
-})
-
-/**
- * Checks the caller's role against the endpoint's `SchoolRequiredAccess`
- * before anything of the request is decoded or done: 403 FORBIDDEN.
- */
-export class SchoolAccess extends HttpApiMiddleware.Service<SchoolAccess, {
-  requires: CurrentEmployee
-}>()("school/domain/api/backoffice/SchoolAccess", {
-  error: Errors.Forbidden.envelope
-}) {}
+import { FULL_ACCESS, FULL_ACCESS_OR_MANAGER, FULL_ACCESS_OR_TEACHER } from "../../Sessions.ts"
+import { BackOfficeValidation, ok, RequiredAccess, RoleCheck, SessionAuthentication } from "../BackOfficeMiddleware.ts"
 
 const created = <S extends Schema.Top>(item: S) => ok(item).pipe(HttpApiSchema.status(201))
 
@@ -47,31 +29,31 @@ export class ReferenceGroup extends HttpApiGroup.make("reference")
       payload: Records.CreateFilialRequest,
       success: created(Models.Filial),
       error: refused
-    }).annotate(SchoolRequiredAccess, FULL_ACCESS)
+    }).annotate(RequiredAccess, FULL_ACCESS)
       .annotate(OpenApi.Summary, "Add a filial (branch) of the school"),
     HttpApiEndpoint.post("createSubject", "/subjects", {
       payload: Records.CreateSubjectRequest,
       success: created(Models.Subject),
       error: refused
-    }).annotate(SchoolRequiredAccess, FULL_ACCESS)
+    }).annotate(RequiredAccess, FULL_ACCESS)
       .annotate(OpenApi.Summary, "Add a subject"),
     HttpApiEndpoint.post("createProgram", "/programs", {
       payload: Records.CreateProgramRequest,
       success: created(Models.Program),
       error: refused
-    }).annotate(SchoolRequiredAccess, FULL_ACCESS)
+    }).annotate(RequiredAccess, FULL_ACCESS)
       .annotate(OpenApi.Summary, "Add a program, optionally of a subject of the school"),
     HttpApiEndpoint.post("createLevel", "/levels", {
       payload: Records.CreateLevelRequest,
       success: created(Models.Level),
       error: refused
-    }).annotate(SchoolRequiredAccess, FULL_ACCESS)
+    }).annotate(RequiredAccess, FULL_ACCESS)
       .annotate(OpenApi.Summary, "Add a level, optionally of a program of the school"),
     HttpApiEndpoint.post("createGroup", "/groups", {
       payload: Records.CreateGroupRequest,
       success: created(Models.Group),
       error: refused
-    }).annotate(SchoolRequiredAccess, FULL_ACCESS)
+    }).annotate(RequiredAccess, FULL_ACCESS)
       .annotate(
         OpenApi.Summary,
         "Add a group in a filial; every id it names must be the school's (a teacher: any employee of the school)"
@@ -80,13 +62,13 @@ export class ReferenceGroup extends HttpApiGroup.make("reference")
       payload: Records.CreateLessonRequest,
       success: created(Models.Lesson),
       error: refused
-    }).annotate(SchoolRequiredAccess, FULL_ACCESS)
+    }).annotate(RequiredAccess, FULL_ACCESS)
       .annotate(
         OpenApi.Summary,
         "Schedule a lesson of a group, in the group's filial (teacher: the one given, else the group's)"
       )
   )
-  .middleware(SchoolAccess)
+  .middleware(RoleCheck)
   .middleware(BackOfficeValidation)
   .middleware(SessionAuthentication)
 {}
@@ -97,7 +79,7 @@ export class StudentsGroup extends HttpApiGroup.make("students")
       payload: Records.CreateStudentRequest,
       success: created(Models.StudentCard),
       error: refused
-    }).annotate(SchoolRequiredAccess, FULL_ACCESS_OR_MANAGER)
+    }).annotate(RequiredAccess, FULL_ACCESS_OR_MANAGER)
       .annotate(OpenApi.Summary, "Register a student in a filial (emits student.created)"),
     HttpApiEndpoint.post("enroll", "/students/:id/enrollments", {
       params: { id: StudentIdFromPath },
@@ -109,7 +91,7 @@ export class StudentsGroup extends HttpApiGroup.make("students")
         Errors.GroupFull.envelope,
         Errors.AlreadyEnrolled.envelope
       ]
-    }).annotate(SchoolRequiredAccess, FULL_ACCESS_OR_MANAGER)
+    }).annotate(RequiredAccess, FULL_ACCESS_OR_MANAGER)
       .annotate(
         OpenApi.Summary,
         "Enroll the student into a group: the public enrollment's rules and race safety (emits group.enrolled)"
@@ -119,7 +101,7 @@ export class StudentsGroup extends HttpApiGroup.make("students")
       payload: Records.MarkAttendanceRequest,
       success: ok(Records.AttendanceMark),
       error: [Errors.NotFound.envelope, Errors.ValidationFailed.envelope]
-    }).annotate(SchoolRequiredAccess, FULL_ACCESS_OR_TEACHER)
+    }).annotate(RequiredAccess, FULL_ACCESS_OR_TEACHER)
       .annotate(
         OpenApi.Summary,
         "Set a student's mark at a lesson (1 attended, 2 absent, 3 excused; again: replaces it). The first 1 emits lesson.completed"
@@ -128,10 +110,10 @@ export class StudentsGroup extends HttpApiGroup.make("students")
       payload: Records.CreatePaymentRequest,
       success: created(Models.Payment),
       error: refused
-    }).annotate(SchoolRequiredAccess, FULL_ACCESS_OR_MANAGER)
+    }).annotate(RequiredAccess, FULL_ACCESS_OR_MANAGER)
       .annotate(OpenApi.Summary, "Post a payment: raises the student's balance (emits payment.received, in roubles)")
   )
-  .middleware(SchoolAccess)
+  .middleware(RoleCheck)
   .middleware(BackOfficeValidation)
   .middleware(SessionAuthentication)
 {}
