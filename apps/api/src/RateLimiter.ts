@@ -56,6 +56,12 @@ export class RateLimiter extends Context.Service<RateLimiter, {
   blocked(prefix: string, secret: string): Effect.Effect<Option.Option<number>>
   /** Authenticates and counts the request in one round trip; None when no key has this prefix. */
   admit(prefix: string, secret: string): Effect.Effect<Option.Option<Admission>>
+  /**
+   * Drops this process's local blocks of a school's keys at once, as the
+   * NOTIFY that every process receives will (a key revoked here answers
+   * `revoked_key` on the very next request here, not after the notification).
+   */
+  forgetSchool(schoolId: Ids.SchoolId): Effect.Effect<void>
 }>()("school/api/RateLimiter") {
   static readonly layerNoDeps = Layer.effect(
     RateLimiter,
@@ -166,7 +172,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           })
       })
 
-      return RateLimiter.of({ blocked, admit })
+      return RateLimiter.of({ blocked, admit, forgetSchool: (schoolId) => Effect.sync(() => invalidate(schoolId)) })
     })
   )
 

@@ -39,7 +39,7 @@ import { PaymentsHandlersNoDeps } from "./http/Payments.ts"
 import { StudentsHandlersNoDeps } from "./http/Students.ts"
 import { IdempotentWriteLive } from "./IdempotentWrite.ts"
 import { onClientError } from "./ParserErrors.ts"
-import { RateLimitOptions } from "./RateLimiter.ts"
+import { RateLimiter, RateLimitOptions } from "./RateLimiter.ts"
 import { RequestValidationLive } from "./RequestValidation.ts"
 import { RequireWriteScopeLive } from "./RequireWriteScope.ts"
 
@@ -145,7 +145,9 @@ export const AppRoutesNoDeps = Layer.mergeAll(
       SchoolHandlersNoDeps,
       LeadSectionHandlersNoDeps
     ]),
-    Layer.provide([SessionAuthenticationLive, BackOfficeValidationLive, RoleCheckLive])
+    // RateLimiter.layer is the same value AuthenticationLive provides: one instance (layers are memoized),
+    // so a key revoked here drops this process's local block at once.
+    Layer.provide([SessionAuthenticationLive, BackOfficeValidationLive, RoleCheckLive, RateLimiter.layer])
   ),
   HttpApiScalar.layerCdn(PublicApi, { path: DOCS_PATH }),
   HealthRoutes,

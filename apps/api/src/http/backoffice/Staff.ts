@@ -20,6 +20,7 @@ import { Employees } from "@school/persistence/Employees"
 import { issueApiKeyOnPlan } from "@school/persistence/Schools"
 import { SqlClient } from "effect/sql"
 import { requireAccess } from "../../BackOfficeAuth.ts"
+import { RateLimiter } from "../../RateLimiter.ts"
 
 export const StaffRepositories = Layer.mergeAll(Employees.layer, ApiKeys.layer)
 
@@ -56,6 +57,7 @@ const ApiKeysGroupLive = HttpApiBuilder.group(
   "apiKeys",
   Effect.fnUntraced(function*(handlers) {
     const keys = yield* ApiKeys
+    const limiter = yield* RateLimiter
     const sql = yield* SqlClient.SqlClient
     return handlers
       .handle("create", Effect.fnUntraced(function*({ payload }) {
@@ -92,6 +94,8 @@ const ApiKeysGroupLive = HttpApiBuilder.group(
         if (Option.isNone(revoked)) {
           return yield* new Errors.NotFound({ message: `API key ${params.id} does not exist.` })
         }
+        // Committed: this process forgets its local blocks now; the others on the NOTIFY.
+        yield* limiter.forgetSchool(schoolId)
         return { success: true as const, data: revoked.value }
       }))
   })
