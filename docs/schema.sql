@@ -1,5 +1,5 @@
 -- The schema as the migrations in libs/persistence/src/migrations build it:
--- 0001_core, 0100_writes, 0200_rate_limits, 0300_row_counts, 0400_idempotency_owner, 0500_sessions, 0510_back_office.
+-- 0001_core, 0100_writes, 0200_rate_limits, 0300_row_counts, 0400_idempotency_owner, 0500_sessions, 0510_back_office, 0540_attendance_first_attended, 0600_dispatcher.
 -- Written by test/persistence/schemaFile.test.ts from the catalog; do not edit.
 -- After a new migration: UPDATE_SCHEMA=1 npx vitest run test/persistence/schemaFile.test.ts
 
@@ -37,12 +37,15 @@ CREATE TABLE attendance (
   student_id integer NOT NULL,
   visit_status smallint NOT NULL,
   marked_at timestamp with time zone DEFAULT now() NOT NULL,
+  first_attended_at timestamp with time zone,
   CONSTRAINT attendance_pkey PRIMARY KEY (school_id, lesson_id, student_id),
+  CONSTRAINT attendance_first_attended_check CHECK (((visit_status <> 1) OR (first_attended_at IS NOT NULL))),
   CONSTRAINT attendance_school_id_fkey FOREIGN KEY (school_id) REFERENCES schools(id),
   CONSTRAINT attendance_school_id_lesson_id_fkey FOREIGN KEY (school_id, lesson_id) REFERENCES lessons(school_id, id),
   CONSTRAINT attendance_school_id_student_id_fkey FOREIGN KEY (school_id, student_id) REFERENCES students(school_id, id),
   CONSTRAINT attendance_visit_status_check CHECK ((visit_status = ANY (ARRAY[1, 2, 3])))
 );
+CREATE TRIGGER attendance_first_attended BEFORE INSERT OR UPDATE ON attendance FOR EACH ROW EXECUTE FUNCTION attendance_first_attended();
 
 CREATE TABLE demo_lessons (
   school_id integer NOT NULL,
@@ -434,9 +437,14 @@ CREATE TABLE webhook_deliveries (
   CONSTRAINT webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text])))
 );
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries USING btree (next_attempt_at) WHERE (status = 'pending'::text);
+CREATE INDEX webhook_deliveries_event ON webhook_deliveries USING btree (school_id, event_id);
 CREATE INDEX webhook_deliveries_failed ON webhook_deliveries USING btree (school_id, subscription_id, finished_at) WHERE (status = 'failed'::text);
 CREATE UNIQUE INDEX webhook_deliveries_fan_out ON webhook_deliveries USING btree (school_id, event_id, subscription_id) WHERE (resend_of IS NULL);
+CREATE INDEX webhook_deliveries_finished ON webhook_deliveries USING btree (finished_at) WHERE (status <> 'pending'::text);
 CREATE INDEX webhook_deliveries_journal ON webhook_deliveries USING btree (school_id, subscription_id, id DESC);
+CREATE INDEX webhook_deliveries_leased ON webhook_deliveries USING btree (school_id, subscription_id) WHERE (lease_until IS NOT NULL);
+CREATE INDEX webhook_deliveries_pending ON webhook_deliveries USING btree (school_id, subscription_id, next_attempt_at) WHERE (status = 'pending'::text);
+CREATE INDEX webhook_deliveries_resends ON webhook_deliveries USING btree (school_id, resend_of) WHERE (resend_of IS NOT NULL);
 
 CREATE TABLE webhook_subscriptions (
   school_id integer NOT NULL,
@@ -460,6 +468,20 @@ CREATE OR REPLACE FUNCTION api_ts(t timestamp with time zone)
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 RETURN to_char((t AT TIME ZONE 'UTC'::text), 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'::text);
+
+CREATE OR REPLACE FUNCTION attendance_first_attended()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+   BEGIN
+     IF TG_OP = 'UPDATE' THEN
+       NEW.first_attended_at := OLD.first_attended_at;
+     END IF;
+     IF NEW.first_attended_at IS NULL AND NEW.visit_status = 1 THEN
+       NEW.first_attended_at := NEW.marked_at;
+     END IF;
+     RETURN NEW;
+   END $function$;
 
 CREATE OR REPLACE FUNCTION count_deleted_rows()
  RETURNS trigger
