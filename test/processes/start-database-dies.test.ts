@@ -30,7 +30,7 @@ describe("npm start when its embedded PostgreSQL dies", () => {
       )
       const dataDir = Path.join(dir, "postgres")
       const port = yield* freePort
-      const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", LOG_FORMAT: "json" }
+      const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), DISPATCHER_PORT: "0", HOST: "127.0.0.1", LOG_FORMAT: "json" }
       delete env["DATABASE_URL"]
 
       const output = { stdout: "", stderr: "" }

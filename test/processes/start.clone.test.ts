@@ -64,7 +64,7 @@ const cleanEnvironment = (env: Readonly<Record<string, string>>): NodeJS.Process
   const base: NodeJS.ProcessEnv = {}
   for (const [name, value] of Object.entries(process.env)) {
     const leaks = name.startsWith("npm_") || name === "INIT_CWD" ||
-      /^(DATABASE_URL|DATA_DIR|PORT|HOST|LOG_LEVEL|LOG_FORMAT|IDEMPOTENCY_WAIT|WEBHOOK_.*|DISPATCHER_CONCURRENCY|RATE_LIMIT_WINDOW|SESSION_TTL)$/
+      /^(DATABASE_URL|DATA_DIR|PORT|HOST|LOG_LEVEL|LOG_FORMAT|IDEMPOTENCY_WAIT|WEBHOOK_.*|DISPATCHER_.*|DELIVERY_RETENTION|RATE_LIMIT_WINDOW|SESSION_TTL)$/
         .test(name)
     if (!leaks) base[name] = value
   }
@@ -99,7 +99,7 @@ describe("npm start from a fresh clone in a mktemp -d directory", () => {
         command: "npm",
         args: ["start"],
         cwd: clone,
-        env: cleanEnvironment({ PORT: String(port), LOG_FORMAT: "json" }),
+        env: cleanEnvironment({ PORT: String(port), DISPATCHER_PORT: "0", LOG_FORMAT: "json" }),
         processGroup: true,
         stdout: {
           lines: (line) => {

@@ -23,7 +23,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("npm start", (it) => {
       const port = yield* freePort
       const result = yield* runUntil(
         entryPoints.start,
-        { DATABASE_URL: database.url, PORT: String(port), LOG_FORMAT: "json" },
+        { DATABASE_URL: database.url, PORT: String(port), DISPATCHER_PORT: "0", LOG_FORMAT: "json" },
         "Ctrl-C stops everything",
         "SIGTERM",
         (output) =>
@@ -50,7 +50,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("npm start", (it) => {
 
       // Both children logged their start and their stop.
       assert.include(result.stderr, "dispatcher ready")
-      assert.include(result.stderr, "dispatcher stopping")
+      assert.include(result.stderr, "dispatcher: stopping")
 
       const sql = yield* SqlClient.SqlClient
       const [schools] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM schools`

@@ -38,7 +38,7 @@ const program = Effect.gen(function*() {
     })
   }
   const address = `${settings.host.includes(":") ? `[${settings.host}]` : settings.host}:${settings.port}`
-  yield* Layer.build(ServerLayer(serverOptions(settings, settings.databaseUrl.value)  )).pipe(
+  yield* Layer.build(ServerLayer(serverOptions(settings, settings.databaseUrl.value))).pipe(
     Effect.catchTag("ServeError", (error) => {
       const message = `cannot listen on ${address}: ${listenProblem(error)}`
       return Effect.andThen(Effect.logError(message), Effect.fail(new AlreadyLogged({ message })))
