@@ -5,10 +5,10 @@
  * roles. Groups live in `./backoffice/`; `BackOfficeApi.ts` assembles them.
  */
 import { Context, Schema } from "effect"
-import { HttpApiMiddleware } from "effect/http-api"
+import { HttpApiMiddleware, HttpApiSchema } from "effect/http-api"
 import * as Errors from "../BackOfficeErrors.ts"
 import type { SchoolId } from "../Ids.ts"
-import { Meta } from "../Pagination.ts"
+import { Meta, Page, PerPage } from "../Pagination.ts"
 import { type Access, Role } from "../Sessions.ts"
 
 /** The employee a session belongs to. */
@@ -75,3 +75,15 @@ export const ok = <S extends Schema.Top>(data: S) => Schema.Struct({ success: Sc
 /** `{ success: true, data: [...], meta: { page, per_page, total } }`. */
 export const okList = <S extends Schema.Top>(item: S) =>
   Schema.Struct({ success: Schema.Literal(true), data: Schema.Array(item), meta: Meta })
+
+/** 201 `{ success: true, data }`: a POST that created something. */
+export const okCreated = <S extends Schema.Top>(data: S) => ok(data).pipe(HttpApiSchema.status(201))
+
+/** 202 `{ success: true, data }`: an action that only queued work. */
+export const okQueued = <S extends Schema.Top>(data: S) => ok(data).pipe(HttpApiSchema.status(202))
+
+/** The query of every list: `page` from 1 (default 1), `per_page` 1..100 (default 20). */
+export const pageQuery = {
+  page: Schema.optional(Page).annotate({ description: "Page number, from 1 (default 1)" }),
+  per_page: Schema.optional(PerPage).annotate({ description: "Items per page, 1..100 (default 20)" })
+}

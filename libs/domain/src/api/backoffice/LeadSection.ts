@@ -6,19 +6,21 @@
  * are added before `.middleware(...)`, which applies to those added before it.
  */
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import * as Errors from "../../BackOfficeErrors.ts"
 import * as Leads from "../../Leads.ts"
-import { Meta, Page, PerPage } from "../../Pagination.ts"
+import { Meta } from "../../Pagination.ts"
 import { ANY_EMPLOYEE, FULL_ACCESS, LEAD_SECTION } from "../../Sessions.ts"
-import { BackOfficeValidation, ok, okList, RequiredAccess, RoleCheck, SessionAuthentication } from "../BackOfficeMiddleware.ts"
-
-const pagination = {
-  page: Schema.optional(Page).annotate({ description: "Page number, from 1 (default 1)" }),
-  per_page: Schema.optional(PerPage).annotate({ description: "Items per page, 1..100 (default 20)" })
-}
-
-const created = <S extends Schema.Top>(item: S) => ok(item).pipe(HttpApiSchema.status(201))
+import {
+  BackOfficeValidation,
+  ok,
+  okCreated,
+  okList,
+  pageQuery,
+  RequiredAccess,
+  RoleCheck,
+  SessionAuthentication
+} from "../BackOfficeMiddleware.ts"
 
 /** GET /notifications: the list's meta adds the caller's unread count (for the panel's badge). */
 export const NotificationsMeta = Schema.Struct({
@@ -35,12 +37,12 @@ export class LeadsGroup extends HttpApiGroup.make("leads")
   .add(
     HttpApiEndpoint.post("create", "/leads", {
       payload: Leads.CrmCreateLeadRequest,
-      success: created(Leads.CrmLead),
+      success: okCreated(Leads.CrmLead),
       error: [Errors.Forbidden.envelope, Errors.ValidationFailed.envelope]
     }).annotate(RequiredAccess, LEAD_SECTION)
       .annotate(OpenApi.Summary, "Create a lead (emits lead.created; no funnel automation)"),
     HttpApiEndpoint.get("list", "/leads", {
-      query: pagination,
+      query: pageQuery,
       success: okList(Leads.CrmLead),
       error: Errors.Forbidden.envelope
     }).annotate(RequiredAccess, LEAD_SECTION)
@@ -56,14 +58,14 @@ export class LeadsGroup extends HttpApiGroup.make("leads")
       "Move a lead to another status of its funnel: runs the status's automation (a task for the responsible and a notification to them)"
     ),
     HttpApiEndpoint.get("funnels", "/funnels", {
-      query: pagination,
+      query: pageQuery,
       success: okList(Leads.Funnel),
       error: Errors.Forbidden.envelope
     }).annotate(RequiredAccess, LEAD_SECTION)
       .annotate(OpenApi.Summary, "The school's funnels with their statuses (by priority)"),
     HttpApiEndpoint.post("createFunnel", "/funnels", {
       payload: Leads.CreateFunnelRequest,
-      success: created(Leads.Funnel),
+      success: okCreated(Leads.Funnel),
       error: [Errors.Forbidden.envelope, Errors.ValidationFailed.envelope]
     }).annotate(RequiredAccess, FULL_ACCESS)
       .annotate(OpenApi.Summary, "Create a funnel with its statuses (distinct priorities, optional auto_task_title)")
@@ -76,7 +78,7 @@ export class LeadsGroup extends HttpApiGroup.make("leads")
 export class InboxGroup extends HttpApiGroup.make("inbox")
   .add(
     HttpApiEndpoint.get("notifications", "/notifications", {
-      query: pagination,
+      query: pageQuery,
       success: NotificationsResponse,
       error: Errors.Forbidden.envelope
     }).annotate(RequiredAccess, ANY_EMPLOYEE)
@@ -88,7 +90,7 @@ export class InboxGroup extends HttpApiGroup.make("inbox")
     }).annotate(RequiredAccess, ANY_EMPLOYEE)
       .annotate(OpenApi.Summary, "Mark one of the caller's notifications read (the first read time stays)"),
     HttpApiEndpoint.get("tasks", "/tasks", {
-      query: pagination,
+      query: pageQuery,
       success: okList(Leads.Task),
       error: Errors.Forbidden.envelope
     }).annotate(RequiredAccess, ANY_EMPLOYEE)

@@ -9,17 +9,21 @@
  * gets 403 FORBIDDEN whatever it sent). Endpoints are added before
  * `.middleware(...)`, which applies to those added before it.
  */
-import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import * as Errors from "../../BackOfficeErrors.ts"
 import { CreateEnrollmentRequest, Enrollment } from "../../Enrollments.ts"
 import { StudentIdFromPath } from "../../Ids.ts"
 import * as Models from "../../Models.ts"
 import * as Records from "../../SchoolRecords.ts"
 import { FULL_ACCESS, FULL_ACCESS_OR_MANAGER, FULL_ACCESS_OR_TEACHER } from "../../Sessions.ts"
-import { BackOfficeValidation, ok, RequiredAccess, RoleCheck, SessionAuthentication } from "../BackOfficeMiddleware.ts"
-
-const created = <S extends Schema.Top>(item: S) => ok(item).pipe(HttpApiSchema.status(201))
+import {
+  BackOfficeValidation,
+  ok,
+  okCreated,
+  RequiredAccess,
+  RoleCheck,
+  SessionAuthentication
+} from "../BackOfficeMiddleware.ts"
 
 const refused = [Errors.ValidationFailed.envelope]
 
@@ -27,31 +31,31 @@ export class ReferenceGroup extends HttpApiGroup.make("reference")
   .add(
     HttpApiEndpoint.post("createFilial", "/filials", {
       payload: Records.CreateFilialRequest,
-      success: created(Models.Filial),
+      success: okCreated(Models.Filial),
       error: refused
     }).annotate(RequiredAccess, FULL_ACCESS)
       .annotate(OpenApi.Summary, "Add a filial (branch) of the school"),
     HttpApiEndpoint.post("createSubject", "/subjects", {
       payload: Records.CreateSubjectRequest,
-      success: created(Models.Subject),
+      success: okCreated(Models.Subject),
       error: refused
     }).annotate(RequiredAccess, FULL_ACCESS)
       .annotate(OpenApi.Summary, "Add a subject"),
     HttpApiEndpoint.post("createProgram", "/programs", {
       payload: Records.CreateProgramRequest,
-      success: created(Models.Program),
+      success: okCreated(Models.Program),
       error: refused
     }).annotate(RequiredAccess, FULL_ACCESS)
       .annotate(OpenApi.Summary, "Add a program, optionally of a subject of the school"),
     HttpApiEndpoint.post("createLevel", "/levels", {
       payload: Records.CreateLevelRequest,
-      success: created(Models.Level),
+      success: okCreated(Models.Level),
       error: refused
     }).annotate(RequiredAccess, FULL_ACCESS)
       .annotate(OpenApi.Summary, "Add a level, optionally of a program of the school"),
     HttpApiEndpoint.post("createGroup", "/groups", {
       payload: Records.CreateGroupRequest,
-      success: created(Models.Group),
+      success: okCreated(Models.Group),
       error: refused
     }).annotate(RequiredAccess, FULL_ACCESS)
       .annotate(
@@ -60,7 +64,7 @@ export class ReferenceGroup extends HttpApiGroup.make("reference")
       ),
     HttpApiEndpoint.post("createLesson", "/lessons", {
       payload: Records.CreateLessonRequest,
-      success: created(Models.Lesson),
+      success: okCreated(Models.Lesson),
       error: refused
     }).annotate(RequiredAccess, FULL_ACCESS)
       .annotate(
@@ -77,14 +81,14 @@ export class StudentsGroup extends HttpApiGroup.make("students")
   .add(
     HttpApiEndpoint.post("createStudent", "/students", {
       payload: Records.CreateStudentRequest,
-      success: created(Models.StudentCard),
+      success: okCreated(Models.StudentCard),
       error: refused
     }).annotate(RequiredAccess, FULL_ACCESS_OR_MANAGER)
       .annotate(OpenApi.Summary, "Register a student in a filial (emits student.created)"),
     HttpApiEndpoint.post("enroll", "/students/:id/enrollments", {
       params: { id: StudentIdFromPath },
       payload: CreateEnrollmentRequest,
-      success: created(Enrollment),
+      success: okCreated(Enrollment),
       error: [
         Errors.NotFound.envelope,
         Errors.ValidationFailed.envelope,
@@ -108,7 +112,7 @@ export class StudentsGroup extends HttpApiGroup.make("students")
       ),
     HttpApiEndpoint.post("createPayment", "/payments", {
       payload: Records.CreatePaymentRequest,
-      success: created(Models.Payment),
+      success: okCreated(Models.Payment),
       error: refused
     }).annotate(RequiredAccess, FULL_ACCESS_OR_MANAGER)
       .annotate(OpenApi.Summary, "Post a payment: raises the student's balance (emits payment.received, in roubles)")

@@ -8,16 +8,24 @@
  * those added before it.
  */
 import { Effect, Schema, SchemaIssue, SchemaTransformation } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Scope } from "../../ApiKey.ts"
 import * as Errors from "../../BackOfficeErrors.ts"
 import { ApiKeyId, DecimalIntFromString } from "../../Ids.ts"
 import { EmployeeId } from "../../Leads.ts"
-import { Page, PerPage } from "../../Pagination.ts"
 import { FULL_ACCESS, Role } from "../../Sessions.ts"
 import { isStorable, NAME_MAX, Text } from "../../Text.ts"
 import { IsoInstant, Timestamp } from "../../Timestamps.ts"
-import { BackOfficeValidation, ok, okList, RequiredAccess, RoleCheck, SessionAuthentication } from "../BackOfficeMiddleware.ts"
+import {
+  BackOfficeValidation,
+  ok,
+  okCreated,
+  okList,
+  pageQuery,
+  RequiredAccess,
+  RoleCheck,
+  SessionAuthentication
+} from "../BackOfficeMiddleware.ts"
 
 // ---------------------------------------------------------------------------
 // Employees
@@ -140,25 +148,18 @@ export type IssuedApiKey = typeof IssuedApiKey.Type
 // Endpoints
 // ---------------------------------------------------------------------------
 
-const pagination = {
-  page: Schema.optional(Page).annotate({ description: "Page number, from 1 (default 1)" }),
-  per_page: Schema.optional(PerPage).annotate({ description: "Items per page, 1..100 (default 20)" })
-}
-
-const created = <S extends Schema.Top>(item: S) => ok(item).pipe(HttpApiSchema.status(201))
-
 export class EmployeesGroup extends HttpApiGroup.make("employees")
   .add(
     HttpApiEndpoint.post("create", "/employees", {
       payload: CreateEmployeeRequest,
-      success: created(StaffMember),
+      success: okCreated(StaffMember),
       error: [Errors.ValidationFailed.envelope, Errors.Conflict.envelope]
     }).annotate(RequiredAccess, FULL_ACCESS).annotate(
       OpenApi.Summary,
       "Add a member of staff (administrator, manager or teacher); the e-mail is their login, unique across the service"
     ),
     HttpApiEndpoint.get("list", "/employees", {
-      query: pagination,
+      query: pageQuery,
       success: okList(StaffMember)
     }).annotate(RequiredAccess, FULL_ACCESS).annotate(OpenApi.Summary, "The school's staff, by ascending id")
   )
@@ -171,14 +172,14 @@ export class ApiKeysGroup extends HttpApiGroup.make("apiKeys")
   .add(
     HttpApiEndpoint.post("create", "/api-keys", {
       payload: CreateApiKeyRequest,
-      success: created(IssuedApiKey),
+      success: okCreated(IssuedApiKey),
       error: [Errors.ValidationFailed.envelope, Errors.TariffTooLow.envelope]
     }).annotate(RequiredAccess, FULL_ACCESS).annotate(
       OpenApi.Summary,
       "Issue a key for the public API (Extended plan or above); the whole key is shown only here"
     ),
     HttpApiEndpoint.get("list", "/api-keys", {
-      query: pagination,
+      query: pageQuery,
       success: okList(ApiKeyView)
     }).annotate(RequiredAccess, FULL_ACCESS).annotate(OpenApi.Summary, "The school's keys, by ascending id (never their secrets)"),
     HttpApiEndpoint.delete("revoke", "/api-keys/:id", {

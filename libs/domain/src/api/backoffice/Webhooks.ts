@@ -10,7 +10,6 @@ import { Effect, Schema, SchemaIssue, SchemaTransformation } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import * as Errors from "../../BackOfficeErrors.ts"
 import { DecimalIntFromString, PositiveInt32 } from "../../Ids.ts"
-import { Page, PerPage } from "../../Pagination.ts"
 import { MAX_URL_LENGTH } from "../../ReceiverAddress.ts"
 import { FULL_ACCESS, OWNER_OR_ADMINISTRATOR } from "../../Sessions.ts"
 import { Text } from "../../Text.ts"
@@ -19,6 +18,8 @@ import {
   BackOfficeValidation,
   ok,
   okList,
+  okQueued,
+  pageQuery,
   RequiredAccess,
   RoleCheck,
   SessionAuthentication
@@ -208,13 +209,7 @@ export const JOURNAL_LENGTH = 50
 
 const idParams = { id: WebhookIdFromPath }
 const deliveryParams = { id: WebhookIdFromPath, delivery_id: DeliveryIdFromPath }
-const pagination = {
-  page: Schema.optional(Page).annotate({ description: "Page number, from 1 (default 1)" }),
-  per_page: Schema.optional(PerPage).annotate({ description: "Items per page, 1..100 (default 20)" })
-}
 const single = ok(Subscription)
-const queued = <S extends Schema.Top>(data: S) => ok(data).pipe(HttpApiSchema.status(202))
-
 export class WebhooksGroup extends HttpApiGroup.make("webhooks")
   .add(
     HttpApiEndpoint.post("create", "/webhooks", {
@@ -224,7 +219,7 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
     }).annotate(RequiredAccess, OWNER_OR_ADMINISTRATOR)
       .annotate(OpenApi.Summary, "Subscribe a receiver URL to events; the secret is shown only here"),
     HttpApiEndpoint.get("list", "/webhooks", {
-      query: pagination,
+      query: pageQuery,
       success: okList(Subscription)
     }).annotate(RequiredAccess, FULL_ACCESS)
       .annotate(OpenApi.Summary, "List the school's subscriptions (never their secrets)"),
@@ -255,7 +250,7 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
       .annotate(OpenApi.Summary, "Resume deliveries to a disabled subscription"),
     HttpApiEndpoint.post("test", "/webhooks/:id/test", {
       params: idParams,
-      success: queued(Schema.Struct({ event_id: EventId })),
+      success: okQueued(Schema.Struct({ event_id: EventId })),
       error: [Errors.NotFound.envelope, Errors.Conflict.envelope]
     }).annotate(RequiredAccess, OWNER_OR_ADMINISTRATOR)
       .annotate(OpenApi.Summary, "Queue a webhook.test event to this subscription's current URL"),
@@ -273,14 +268,14 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
       .annotate(OpenApi.Summary, "One delivery with its body and every attempt"),
     HttpApiEndpoint.post("resend", "/webhooks/:id/deliveries/:delivery_id/resend", {
       params: deliveryParams,
-      success: queued(Schema.Struct({ delivery_id: DeliveryId })),
+      success: okQueued(Schema.Struct({ delivery_id: DeliveryId })),
       error: [Errors.NotFound.envelope, Errors.Conflict.envelope]
     }).annotate(RequiredAccess, OWNER_OR_ADMINISTRATOR)
       .annotate(OpenApi.Summary, "Queue the same event again as a new delivery (same body) to the current URL"),
     HttpApiEndpoint.post("recover", "/webhooks/:id/recover", {
       params: idParams,
       payload: RecoverRequest,
-      success: queued(Schema.Struct({ queued: Schema.Int })),
+      success: okQueued(Schema.Struct({ queued: Schema.Int })),
       error: [Errors.NotFound.envelope, Errors.Conflict.envelope]
     }).annotate(RequiredAccess, OWNER_OR_ADMINISTRATOR)
       .annotate(OpenApi.Summary, "Queue again every delivery that ended failed at or after since")
