@@ -81,7 +81,10 @@ const Json = Schema.fromJsonString(Schema.Unknown)
 
 const bash = (script: string, env: Readonly<Record<string, string>>) =>
   Effect.callback<{ code: number | null; stdout: string; stderr: string }>((resume) => {
-    const child = spawn("bash", ["-c", script], { cwd: ROOT, env: { ...process.env, ...env }, timeout: 90_000 })
+    // As a user's shell would run it: npm's own settings of this test run (npm_config_loglevel from
+    // `npm test --loglevel=…`, say) would change what the doc's `npm run` prints.
+    const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("npm_")))
+    const child = spawn("bash", ["-c", script], { cwd: ROOT, env: { ...inherited, ...env }, timeout: 90_000 })
     let stdout = ""
     let stderr = ""
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))

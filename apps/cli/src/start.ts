@@ -31,7 +31,7 @@ import { isVerbose, type LogFormat } from "@school/runtime/Logging"
 import { runMain } from "@school/runtime/Main"
 import { Settings } from "@school/runtime/Settings"
 import { Effect, Option, Schedule } from "effect"
-import * as Net from "node:net"
+import * as Http from "node:http"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 
@@ -153,18 +153,28 @@ const startChild = (name: string, path: string, env: NodeJS.ProcessEnv, logForma
   })
 }
 
-/** Resolves once something accepts connections on host:port. */
-const listening = (host: string, port: number) =>
+/**
+ * Resolves once the API answers its own liveness route (`GET /health/live`
+ * → 200 `{"status":"ok"}`), each probe bounded by a second: a port that
+ * merely accepts connections may be someone else's, so it does not count.
+ */
+const apiAnswers = (host: string, port: number) =>
   Effect.callback<void, Error>((resume) => {
-    const socket = Net.connect({ host, port })
-    socket.once("connect", () => {
-      socket.destroy()
-      resume(Effect.void)
+    const request = Http.get({ host, port, path: "/health/live", timeout: 1_000 }, (response) => {
+      let body = ""
+      response.setEncoding("utf8")
+      response.on("data", (chunk: string) => (body += chunk))
+      response.on("end", () =>
+        resume(
+          response.statusCode === 200 && body.includes('"status":"ok"')
+            ? Effect.void
+            : Effect.fail(new Error(`not the API: ${response.statusCode}`))
+        ))
+      response.on("error", (error) => resume(Effect.fail(error)))
     })
-    socket.once("error", (error) => {
-      socket.destroy()
-      resume(Effect.fail(error))
-    })
+    request.once("timeout", () => request.destroy(new Error("no answer within 1 s")))
+    request.once("error", (error) => resume(Effect.fail(error)))
+    return Effect.sync(() => request.destroy())
   }).pipe(Effect.retry(Schedule.spaced("100 millis")), Effect.orDie)
 
 /**
@@ -206,7 +216,7 @@ const program = Effect.gen(function*() {
   const anyExited = Effect.raceAllFirst([...children.map(ChildProcesses.failOnExit), databaseExited])
 
   // The banner comes once the API answers, after the children's start-up lines.
-  yield* Effect.raceFirst(listening(host, settings.port), anyExited)
+  yield* Effect.raceFirst(apiAnswers(host, settings.port), anyExited)
   yield* Effect.sync(() => process.stdout.write(banner({ baseUrl, localUrl, database, prepared })))
   // Runs until a signal interrupts it, a child or the embedded PostgreSQL dies, or our parent goes.
   yield* Effect.raceFirst(anyExited, parentGone)

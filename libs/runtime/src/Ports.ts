@@ -1,18 +1,56 @@
 /**
  * Owns finding a free TCP port on 127.0.0.1: for the embedded PostgreSQL,
  * and for the API processes the tests and the benchmark start.
+ *
+ * The port is drawn at random from below the system's ephemeral range
+ * (Linux: `/proc/sys/net/ipv4/ip_local_port_range`, 32768 and up by
+ * default). A port the system hands out for `listen(0)` or an outgoing
+ * connection comes from that range, so between our check and the moment a
+ * child process listens on the port, no other `listen(0)` on the machine
+ * (a test's receiver, another dispatcher) can take it; only another caller
+ * drawing the same number could, one chance in thousands. Where the range
+ * cannot be read, the system's own `listen(0)` choice is used.
  */
 import { Effect } from "effect"
+import * as Fs from "node:fs"
 import * as Net from "node:net"
 
-/** A TCP port that was free on 127.0.0.1 a moment ago. The system refusing one is a defect. */
-export const freePort: Effect.Effect<number> = Effect.callback<number, Error>((resume) => {
-  const server = Net.createServer()
-  server.unref()
-  server.once("error", (error) => resume(Effect.fail(error)))
-  server.listen(0, "127.0.0.1", () => {
-    const address = server.address()
-    const port = address !== null && typeof address === "object" ? address.port : 0
-    server.close(() => resume(port > 0 ? Effect.succeed(port) : Effect.fail(new Error("no free port on 127.0.0.1"))))
+/** Whether `port` (0: any) can be listened on now; the port listened on, or undefined. */
+const tryListen = (port: number) =>
+  Effect.callback<number | undefined>((resume) => {
+    const server = Net.createServer()
+    server.unref()
+    server.once("error", () => resume(Effect.succeed(undefined)))
+    server.listen(port, "127.0.0.1", () => {
+      const address = server.address()
+      const bound = address !== null && typeof address === "object" ? address.port : 0
+      server.close(() => resume(Effect.succeed(bound > 0 ? bound : undefined)))
+    })
   })
-}).pipe(Effect.orDie)
+
+/** The ports below the ephemeral range we draw from, or undefined when the range is unknown. */
+const drawRange = (): { readonly low: number; readonly high: number } | undefined => {
+  try {
+    const [low] = Fs.readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/u).map(Number)
+    if (low === undefined || !Number.isInteger(low) || low < 12_000) return undefined
+    return { low: Math.max(10_000, low - 12_000), high: low - 1 }
+  } catch {
+    return undefined
+  }
+}
+
+const RANGE = drawRange()
+
+/** A TCP port that was free on 127.0.0.1 a moment ago. The system refusing every one is a defect. */
+export const freePort: Effect.Effect<number> = Effect.gen(function*() {
+  if (RANGE !== undefined) {
+    for (let i = 0; i < 50; i++) {
+      const candidate = RANGE.low + Math.floor(Math.random() * (RANGE.high - RANGE.low + 1))
+      const port = yield* tryListen(candidate)
+      if (port !== undefined) return port
+    }
+  }
+  const any = yield* tryListen(0)
+  if (any === undefined) return yield* Effect.die(new Error("no free port on 127.0.0.1"))
+  return any
+})
