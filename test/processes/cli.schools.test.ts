@@ -104,6 +104,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("cli schools", (it) => 
         noSchool: cli(["schools", "set-plan", "--school", "999999", "--plan", "pro", "--json"]),
         badPlan: cli(createArgs("x@lingua.example", "gold", ["--json"])),
         badEmail: cli(createArgs("not-an-email", "basic")),
+        shortPassword: cli([...createArgs("short@lingua.example", "basic").slice(0, -1), "nine char"]),
         missing: cli(["schools", "create", "--plan", "basic", "--json"]),
         unknown: cli(["schools", "rename"])
       }, { concurrency: "unbounded" })
@@ -116,6 +117,8 @@ layer(TestDatabase.layer, { excludeTestServices: true })("cli schools", (it) => 
       assert.match(cases.noSchool.stderr, /999999/)
       assert.match(cases.badPlan.stderr, /--plan.*gold/)
       assert.match(cases.badEmail.stderr, /--owner-email/)
+      assert.match(cases.shortPassword.stderr, /--owner-password must be 10 to 1024 characters/)
+      assert.strictEqual(cases.shortPassword.code, 2)
       assert.match(cases.missing.stderr, /--name/)
       assert.match(cases.unknown.stderr, /rename/)
 

@@ -21,6 +21,7 @@ import { Clock, Console, Effect, Option, Schema } from "effect"
 import { CliError, CliOutput, Command, Flag } from "effect/cli"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { expiryProblem, Scope } from "@school/domain/ApiKey"
+import { PASSWORD_MAX, PASSWORD_MIN } from "@school/domain/api/backoffice/Staff"
 import * as Ids from "@school/domain/Ids"
 import { NAME_MAX } from "@school/domain/Text"
 import { toUtc } from "@school/domain/Timestamps"
@@ -79,7 +80,14 @@ const create = Command.make(
     name: nonEmpty("name").pipe(Flag.withDescription("School name")),
     plan,
     ownerEmail: Flag.String("owner-email").pipe(Flag.withSchema(Email), Flag.withDescription("Owner's login e-mail")),
-    ownerPassword: nonEmpty("owner-password").pipe(Flag.withDescription("Owner's password (stored scrypt-hashed)")),
+    ownerPassword: Flag.String("owner-password").pipe(
+      // The back office's rule for every staff password (docs/back-office.md "Staff").
+      Flag.filter(
+        (value) => [...value].length >= PASSWORD_MIN && [...value].length <= PASSWORD_MAX,
+        () => `--owner-password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters`
+      ),
+      Flag.withDescription(`Owner's password, at least ${PASSWORD_MIN} characters (stored scrypt-hashed)`)
+    ),
     ownerName: Flag.String("owner-name").pipe(Flag.optional, Flag.withDescription("Owner's name (default: Owner)")),
     json
   },

@@ -33,7 +33,7 @@ import {
 
 /** RFC 5321's limit on an address; sign-in accepts the same length. */
 export const EMAIL_MAX = 320
-/** At least this many characters (code points) in a staff password (docs/back-office.md "Sessions"). */
+/** At least this many characters (code points) in a staff password (docs/back-office.md "Staff"). */
 export const PASSWORD_MIN = 10
 /** Sign-in accepts passwords up to this length, so no longer one can be set. */
 export const PASSWORD_MAX = 1024
