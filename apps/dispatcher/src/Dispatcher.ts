@@ -6,10 +6,12 @@
  * 1. Wake on the outbox's NOTIFY, on a finished attempt, when the next
  *    pending delivery falls due, and at least every POLL_INTERVAL (1 s):
  *    the safety net for a missed notification or a lost listen connection.
- * 2. Fan out the new events, then claim due deliveries for the free slots
+ * 2. Fan out a batch of new events (the next pass follows at once while
+ *    more remain), then claim due deliveries for the free slots
  *    (DISPATCHER_CONCURRENCY in all, DISPATCHER_PER_SUBSCRIPTION per
- *    subscription, first attempts first), each leased for WEBHOOK_TIMEOUT +
- *    a margin.
+ *    subscription, first attempts first; with attempts in flight, once half
+ *    the slots are free), each leased for WEBHOOK_TIMEOUT + a
+ *    margin.
  * 3. A first attempt builds the body (`timestamp` = now) and stores it
  *    before anything is sent; every attempt signs the stored bytes with its
  *    own `webhook-timestamp` and POSTs them (apps/dispatcher/src/Receiver.ts).
@@ -277,13 +279,17 @@ const make = (options: DispatcherOptions) =>
       })
 
     // -- The loop ------------------------------------------------------------
-    const fanOutAll: Effect.Effect<void, SqlError.SqlError> = queue.fanOut(FAN_OUT_BATCH).pipe(
-      Effect.flatMap((done) => done.events === FAN_OUT_BATCH ? fanOutAll : Effect.void)
-    )
-
+    /**
+     * With attempts in flight, a claim waits until half the slots are free:
+     * every claim walks the subscriptions with pending work (and, until a
+     * vacuum, the index entries of work just done), so claiming a slot at a
+     * time as attempts finish would cost a claim per delivery under load
+     * (docs/performance.md "Webhook dispatcher"). Idle, it claims at once.
+     */
+    const claimAtLeast = Math.max(1, Math.floor(options.concurrency / 2))
     const claimAll: Effect.Effect<void, SqlError.SqlError> = Effect.suspend(() => {
       const free = options.concurrency - inFlight
-      if (free <= 0 || stopping) return Effect.void
+      if (free <= 0 || stopping || (inFlight > 0 && free < claimAtLeast)) return Effect.void
       const limit = Math.min(free, CLAIM_BATCH)
       return queue.claim({ limit, perSubscription: options.perSubscription, leaseMs }).pipe(
         Effect.tap(start),
@@ -293,11 +299,17 @@ const make = (options: DispatcherOptions) =>
       )
     })
 
-    /** One pass; how long to wait before the next one unless woken. */
+    /**
+     * One pass: one batch of new events fanned out, then the claims; how long
+     * to wait before the next pass unless woken (none while events remain to
+     * fan out, so a burst of events is sent while it is still being fanned
+     * out rather than after).
+     */
     const cycle = Effect.gen(function*() {
-      yield* fanOutAll
+      const fanned = yield* queue.fanOut(FAN_OUT_BATCH)
       yield* claimAll
       yield* databaseAnswered
+      if (fanned.events === FAN_OUT_BATCH) return 0
       const due = yield* queue.nextDue(pollMs)
       return Math.max(5, Math.min(pollMs, due ?? pollMs))
     }).pipe(
@@ -307,7 +319,7 @@ const make = (options: DispatcherOptions) =>
     const loop = Effect.forever(
       cycle.pipe(
         Effect.flatMap((waitMs) =>
-          Effect.raceFirst(
+          waitMs === 0 ? Effect.void : Effect.raceFirst(
             Queue.take(wakeups),
             Effect.sleep(Duration.millis(waitMs))
           )

@@ -239,14 +239,20 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
             ) c
             WHERE o.room > 0
           ), retries AS (
+            -- Only the room the first attempts left: no index tells retries from first attempts, so
+            -- this read walks the subscription's pending work; with a backlog of first attempts
+            -- (LIMIT 0) it is not run at all.
             SELECT o.school_id, o.subscription_id, o.room, c.id, true AS retry, c.next_attempt_at
             FROM open o CROSS JOIN LATERAL (
+              SELECT o.room - count(*)::int AS left_over FROM firsts f
+              WHERE f.school_id = o.school_id AND f.subscription_id = o.subscription_id
+            ) t CROSS JOIN LATERAL (
               SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
               WHERE d.school_id = o.school_id AND d.subscription_id = o.subscription_id
                 AND d.status = 'pending' AND d.attempts > 0 AND d.next_attempt_at <= now()
                 AND (d.lease_until IS NULL OR d.lease_until <= now())
               ORDER BY d.next_attempt_at
-              LIMIT o.room
+              LIMIT greatest(0, t.left_over)
               FOR UPDATE SKIP LOCKED
             ) c
             WHERE o.room > 0
