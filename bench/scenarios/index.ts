@@ -5,6 +5,7 @@
  */
 import type { Scenario } from "../lib/Scenario.ts"
 import { authFailureFlood } from "./auth-failure-flood.ts"
+import { dispatcher } from "./dispatcher.ts"
 import { middleware } from "./middleware.ts"
 import { rateLimitCost, rateLimitFlood } from "./rate-limit.ts"
 import { scale } from "./scale.ts"
@@ -20,5 +21,6 @@ export const scenarios: ReadonlyArray<Scenario> = [
   rateLimitCost,
   rateLimitFlood,
   authFailureFlood,
-  leadWrites
+  leadWrites,
+  dispatcher
 ]

@@ -1,0 +1,549 @@
+/**
+ * `dispatcher` (issue 11 "Benchmark"; docs/decisions.md "The webhook
+ * dispatcher"): the webhook dispatcher process (apps/dispatcher/src/main.ts,
+ * run as `npm run start:dispatcher` runs it, on the server core) against a
+ * receiver in the harness that answers 204 at once, every delivery signed
+ * and recorded. Targets, each run alone (the others are SIGSTOPped: they
+ * share the tables and the claim):
+ *
+ * - `dispatcher`: throughput. Before each round the tables are emptied and
+ *   N outbox events (a lead.created payload, spread over 16 schools with one
+ *   subscription each, so the per-subscription cap of 4 leaves the
+ *   concurrency of 32 usable) are inserted in one transaction; the round is
+ *   the time from that commit until every delivery is recorded (receiver
+ *   saw N, nothing pending). Fan-out, body storage, signing, POST, journal.
+ * - `graphile`: graphile-worker (bench/peer/graphile-worker.ts), the same N
+ *   POSTs as one job each, added with `addJobs` in one call; drained when
+ *   its job table is empty.
+ * - `bare`: the floor (bench/anchors/bare-dispatch.ts): N deliveries loaded
+ *   with their bodies; the dispatcher's claim statement, sign, POST, mark
+ *   delivered; drained when nothing is pending.
+ * - `latency`: a second dispatcher process (WEBHOOK_TIMEOUT=2s) while the
+ *   harness inserts outbox events at a steady 200/s, each in its own
+ *   transaction; commit→arrival is the receiver's arrival time minus the
+ *   moment the inserter saw its commit (same process, same clock).
+ * - `isolation`: the same, with a second subscription of the same school
+ *   (every event goes to both) whose receiver never answers.
+ *
+ * Throughput targets report deliveries/s (p50/p99 n/a); latency targets
+ * report commit→arrival p50/p99. The counting pass gives the statements per
+ * delivery (or per event). The receiver checks both signatures of one
+ * request in 16 (and of the first of each round) with the subscription's
+ * secret; a bad one is counted as non-2xx.
+ */
+import { Effect, Option } from "effect"
+import { makeWorkerUtils, type WorkerUtils } from "graphile-worker"
+import type { IncomingHttpHeaders } from "node:http"
+import * as Http from "node:http"
+import type { Socket } from "node:net"
+import * as Path from "node:path"
+import pg from "pg"
+import * as WebhookSecret from "@school/domain/WebhookSecret"
+import * as Signature from "@school/domain/WebhookSignature"
+import { freePort } from "@school/runtime/Ports"
+import type { DeliverPayload } from "../peer/graphile-worker.ts"
+import { BARE_DISPATCH, DISPATCHER_MAIN, GRAPHILE_WORKER, RESULTS_DIR } from "../lib/Paths.ts"
+import { benchError, type BenchError, startServer } from "../lib/Processes.ts"
+import { figuresOf, ms, ratio, type Scenario, type Target, throughputGoal, times } from "../lib/Scenario.ts"
+import { percentile, type RoundFigures } from "../lib/Stats.ts"
+
+/** DISPATCHER_CONCURRENCY of the dispatcher, and the anchors' concurrency. */
+const CONCURRENCY = 32
+/** DISPATCHER_PER_SUBSCRIPTION (its default). */
+const PER_SUBSCRIPTION = 4
+/** Subscriptions the throughput load is spread over (one school each). */
+const SUBSCRIPTIONS = 16
+/** The steady rate of the latency targets (events/s). */
+const RATE = 200
+/** Deliveries counted for the statements per delivery. */
+const COUNTED_DELIVERIES = 2_000
+const EVENT = "lead.created"
+
+const describe = (error: unknown) => error instanceof Error ? error.message : String(error)
+const sleep = (msDelay: number) => new Promise<void>((resolve) => setTimeout(resolve, msDelay))
+
+/** The payload of the n-th lead (lead.created's shape), as JSON text. */
+const payloadText = (n: number): string =>
+  JSON.stringify({ lead_id: n, name: `Bench lead ${n}`, phone: `+7900${String(n % 10_000_000).padStart(7, "0")}`, source: "website" })
+
+// -- The receivers (in the harness) -------------------------------------------
+
+interface Arrival {
+  readonly path: string
+  readonly body: string
+  readonly headers: IncomingHttpHeaders
+  readonly at: number
+}
+
+interface Receivers {
+  readonly baseUrl: string
+  readonly hangingUrl: string
+  /** `listener` is called for every request the healthy receiver answered. */
+  readonly route: { listener: (arrival: Arrival) => void }
+  /** Cuts every request the hanging receiver holds (at the end of a round). */
+  readonly releaseHanging: () => void
+}
+
+const listen = (server: Http.Server) =>
+  Effect.tryPromise({
+    try: () =>
+      new Promise<number>((resolve, reject) => {
+        server.once("error", reject)
+        server.listen(0, "127.0.0.1", () => {
+          const address = server.address()
+          resolve(address !== null && typeof address === "object" ? address.port : 0)
+        })
+      }),
+    catch: (error) => benchError(`the receiver cannot listen: ${describe(error)}`)
+  })
+
+const startReceivers = Effect.gen(function*() {
+  /** What the healthy receiver calls; the scenario sets it per round. */
+  const route: { listener: (arrival: Arrival) => void } = { listener: () => {} }
+  const healthy = Http.createServer({ keepAliveTimeout: 60_000 }, (request, response) => {
+    const chunks: Array<Buffer> = []
+    request.on("data", (chunk: Buffer) => chunks.push(chunk))
+    request.on("end", () => {
+      const at = performance.now()
+      response.writeHead(204).end()
+      route.listener({ path: request.url ?? "", body: Buffer.concat(chunks).toString("utf8"), headers: request.headers, at })
+    })
+  })
+  const sockets = new Set<Socket>()
+  const hanging = Http.createServer({ keepAliveTimeout: 60_000, requestTimeout: 0 }, (request) => {
+    request.resume()
+  })
+  hanging.on("connection", (socket: Socket) => {
+    sockets.add(socket)
+    socket.on("close", () => sockets.delete(socket))
+  })
+  const close = (server: Http.Server) =>
+    Effect.promise(() =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      })
+    )
+  const healthyPort = yield* Effect.acquireRelease(listen(healthy), () => close(healthy))
+  const hangingPort = yield* Effect.acquireRelease(listen(hanging), () => close(hanging))
+  return {
+    baseUrl: `http://127.0.0.1:${healthyPort}`,
+    hangingUrl: `http://127.0.0.1:${hangingPort}/hang`,
+    route,
+    releaseHanging: () => {
+      for (const socket of sockets) socket.destroy()
+    }
+  } satisfies Receivers
+})
+
+// -- The scenario -------------------------------------------------------------
+
+interface Subscription {
+  readonly schoolId: number
+  readonly id: number
+  readonly url: string
+  readonly secret: string
+}
+
+/**
+ * Deliveries per throughput round: this many per second of the run's round
+ * setting (a default round 10 000, its warm-up 7 500; a quick one 5 000).
+ */
+const DELIVERIES_PER_ROUND_SECOND = 5_000
+const ARRIVAL_TIMEOUT_MS = 60_000
+
+export const dispatcher: Scenario = {
+  id: "dispatcher",
+  title: "Webhook dispatcher: deliveries/s, commit→arrival at 200 events/s, isolation",
+  datasets: [],
+  sameBody: false,
+  setup: (context) =>
+    Effect.gen(function*() {
+      const n = DELIVERIES_PER_ROUND_SECOND * context.settings.roundSeconds
+      const receivers = yield* startReceivers
+      const pool = yield* Effect.acquireRelease(
+        Effect.sync(() => new pg.Pool({ connectionString: context.db.url, max: 8, application_name: "school-bench-dispatcher" })),
+        (p) => Effect.promise(() => p.end())
+      )
+      const query = <R extends pg.QueryResultRow>(text: string, values: ReadonlyArray<unknown> = []) =>
+        pool.query<R>(text, [...values])
+
+      // Schools and subscriptions: 16 for the throughput load, one school with two for latency/isolation.
+      const subscribe = async (schoolId: number, url: string, status: string): Promise<Subscription> => {
+        const secret = WebhookSecret.generateSecret()
+        const ciphertext = WebhookSecret.encrypt(WebhookSecret.currentKey(Option.none()), secret)
+        const { rows } = await query<{ id: number }>(
+          `INSERT INTO webhook_subscriptions (school_id, url, events, secret_ciphertext, status)
+           VALUES ($1, $2, ARRAY[$3], $4, $5) RETURNING id`,
+          [schoolId, url, EVENT, Buffer.from(ciphertext), status]
+        )
+        const id = rows[0]?.id
+        if (id === undefined) throw new Error("no subscription id")
+        return { schoolId, id, url, secret }
+      }
+      const data = yield* Effect.tryPromise({
+        try: async () => {
+          const { rows } = await query<{ id: number }>(
+            `INSERT INTO schools (name, plan) SELECT 'bench dispatcher ' || g, 'pro' FROM generate_series(1, $1::int) g RETURNING id`,
+            [SUBSCRIPTIONS + 1]
+          )
+          const ids = rows.map((row) => row.id)
+          const latencySchool = ids[SUBSCRIPTIONS] ?? 0
+          const throughput: Array<Subscription> = []
+          for (const [i, schoolId] of ids.slice(0, SUBSCRIPTIONS).entries()) {
+            throughput.push(await subscribe(schoolId, `${receivers.baseUrl}/s/${i}`, "active"))
+          }
+          const healthy = await subscribe(latencySchool, `${receivers.baseUrl}/latency`, "active")
+          const hanging = await subscribe(latencySchool, receivers.hangingUrl, "disabled")
+          return { throughput, healthy, hanging }
+        },
+        catch: (error) => benchError(`dispatcher: loading the subscriptions failed: ${describe(error)}`)
+      })
+      const secretOf = new Map<string, string>(
+        [...data.throughput, data.healthy].map((s) => [new URL(s.url).pathname, s.secret])
+      )
+
+      // The processes, on the server core.
+      const logDir = Path.join(RESULTS_DIR, "logs")
+      const startDispatcher = (name: string, env: Record<string, string>) =>
+        Effect.flatMap(freePort, (port) =>
+          startServer({
+            name: `dispatcher-${name}`,
+            script: DISPATCHER_MAIN,
+            port,
+            readyPath: "/health/live",
+            placement: context.placement,
+            logDir,
+            env: {
+              DATABASE_URL: context.db.url,
+              DISPATCHER_PORT: String(port),
+              DISPATCHER_CONCURRENCY: String(CONCURRENCY),
+              DISPATCHER_PER_SUBSCRIPTION: String(PER_SUBSCRIPTION),
+              WEBHOOK_ALLOW_INSECURE_URLS: "true",
+              LOG_FORMAT: "json",
+              ...env
+            }
+          }))
+      const subject = yield* startDispatcher("throughput", {})
+      const latencyProcess = yield* startDispatcher("latency", { WEBHOOK_TIMEOUT: "2s" })
+      const graphileLoop = yield* context.start.loop("graphile", GRAPHILE_WORKER, { BENCH_CONCURRENCY: String(CONCURRENCY) })
+      const bareLoop = yield* context.start.loop("bare", BARE_DISPATCH, {
+        BENCH_CONCURRENCY: String(CONCURRENCY),
+        BENCH_PER_SUBSCRIPTION: String(PER_SUBSCRIPTION),
+        // The dispatcher's lease with its default 10 s time-out (Dispatcher.leaseOf).
+        BENCH_LEASE_MS: "15000"
+      })
+      const pidOf = (target: Target) => target.process?.pid ?? 0
+      const pids = [subject.pid, latencyProcess.pid, pidOf(graphileLoop), pidOf(bareLoop)]
+      const signal = (pid: number, name: NodeJS.Signals) => {
+        try {
+          process.kill(pid, name)
+        } catch {
+          // Gone already: its scope reports it.
+        }
+      }
+      /** Only `pid` runs; the others are stopped (they would claim each other's work). */
+      const activate = (pid: number) => {
+        signal(pid, "SIGCONT")
+        for (const other of pids) if (other !== pid) signal(other, "SIGSTOP")
+      }
+      // Registered after the processes: runs before their stop, so SIGTERM reaches running processes.
+      yield* Effect.addFinalizer(() => Effect.sync(() => pids.forEach((pid) => signal(pid, "SIGCONT"))))
+      activate(0)
+
+      const workerUtils = yield* Effect.acquireRelease(
+        Effect.tryPromise({
+          try: () => makeWorkerUtils({ connectionString: context.db.url }),
+          catch: (error) => benchError(`graphile-worker utils: ${describe(error)}`)
+        }),
+        (utils: WorkerUtils) => Effect.promise(async () => {
+          await utils.release()
+        })
+      )
+
+      // -- Helpers of the rounds ----------------------------------------------
+      const clean = () => query("TRUNCATE webhook_attempts, webhook_deliveries, outbox_events")
+      let arrived = 0
+      let badSignatures = 0
+      let waiter: { readonly count: number; readonly resolve: () => void } | undefined
+      const verify = (arrival: Arrival) => {
+        const secret = secretOf.get(arrival.path)
+        const header = (name: string) => {
+          const value = arrival.headers[name]
+          return typeof value === "string" ? value : ""
+        }
+        const id = header("webhook-id")
+        const ok = secret !== undefined &&
+          header("x-service-signature") === Signature.serviceSignature(secret, arrival.body) &&
+          header("webhook-signature") ===
+            Signature.standardSignature(secret, id, Number(header("webhook-timestamp")), arrival.body)
+        if (!ok) badSignatures++
+      }
+      const resetReceiver = (extra: (arrival: Arrival) => void) => {
+        arrived = 0
+        badSignatures = 0
+        receivers.route.listener = (arrival) => {
+          if (arrived % 16 === 0) verify(arrival)
+          arrived++
+          extra(arrival)
+          if (waiter !== undefined && arrived >= waiter.count) {
+            const done = waiter.resolve
+            waiter = undefined
+            done()
+          }
+        }
+      }
+      const waitForArrivals = (count: number, timeoutMs: number) =>
+        arrived >= count ? Promise.resolve(true) : new Promise<boolean>((resolve) => {
+          const timer = setTimeout(() => {
+            waiter = undefined
+            resolve(false)
+          }, timeoutMs)
+          waiter = {
+            count,
+            resolve: () => {
+              clearTimeout(timer)
+              resolve(true)
+            }
+          }
+        })
+
+      /** The throughput load spread over the 16 subscriptions. */
+      const spread = (count: number) => {
+        const schools: Array<number> = []
+        const subscriptions: Array<number> = []
+        const payloads: Array<string> = []
+        for (let i = 0; i < count; i++) {
+          const s = data.throughput[i % SUBSCRIPTIONS]
+          if (s === undefined) continue
+          schools.push(s.schoolId)
+          subscriptions.push(s.id)
+          payloads.push(payloadText(i + 1))
+        }
+        return { schools, subscriptions, payloads }
+      }
+      const pendingWork = async () => {
+        const { rows } = await query<{ busy: boolean }>(
+          `SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'pending')
+               OR EXISTS (SELECT 1 FROM outbox_events WHERE fanned_out_at IS NULL) AS busy`
+        )
+        return rows[0]?.busy !== false
+      }
+      let graphileDeliveryId = 0
+
+      interface DrainTarget {
+        readonly id: string
+        readonly label: string
+        readonly pid: number
+        readonly readyRssMiB: number | undefined
+        readonly preload: (count: number) => Promise<void>
+        readonly busy: () => Promise<boolean>
+      }
+      const drain = (target: DrainTarget, count: number): Effect.Effect<RoundFigures, BenchError> =>
+        Effect.tryPromise({
+          try: async () => {
+            activate(target.pid)
+            await clean()
+            resetReceiver(() => {})
+            await target.preload(count)
+            const started = performance.now()
+            const all = await waitForArrivals(count, ARRIVAL_TIMEOUT_MS)
+            if (!all) {
+              throw new Error(`${arrived} of ${count} deliveries arrived within ${ARRIVAL_TIMEOUT_MS / 1000} s`)
+            }
+            while (await target.busy()) await sleep(2)
+            const seconds = (performance.now() - started) / 1000
+            return {
+              requests: count,
+              seconds,
+              rps: count / seconds,
+              p50: Number.NaN,
+              p99: Number.NaN,
+              non2xx: badSignatures,
+              errors: 0,
+              statuses: { "204": arrived - badSignatures, ...(badSignatures > 0 ? { "bad signature": badSignatures } : {}) }
+            } satisfies RoundFigures
+          },
+          catch: (error) => benchError(`dispatcher: ${target.label}: ${describe(error)}`)
+        })
+      const drainTarget = (target: DrainTarget): Target => ({
+        id: target.id,
+        label: target.label,
+        process: { pid: target.pid, api: false, readyRssMiB: target.readyRssMiB },
+        round: (seconds) => drain(target, Math.round(DELIVERIES_PER_ROUND_SECOND * seconds)),
+        counted: () => Effect.as(drain(target, COUNTED_DELIVERIES), COUNTED_DELIVERIES)
+      })
+
+      const dispatcherTarget = drainTarget({
+        id: "dispatcher",
+        label: `dispatcher (${n} events → deliveries)`,
+        pid: subject.pid,
+        readyRssMiB: subject.readyRssMiB,
+        preload: async (count) => {
+          const { schools, payloads } = spread(count)
+          await query(
+            `INSERT INTO outbox_events (school_id, event, payload)
+             SELECT s, $3, p::json FROM unnest($1::int[], $2::text[]) WITH ORDINALITY AS t(s, p, n) ORDER BY n`,
+            [schools, payloads, EVENT]
+          )
+        },
+        busy: pendingWork
+      })
+      const graphileTarget = drainTarget({
+        id: "graphile",
+        label: "graphile-worker (a job per delivery)",
+        pid: pidOf(graphileLoop),
+        readyRssMiB: undefined,
+        preload: async (count) => {
+          const timestamp = new Date().toISOString()
+          const specs = Array.from({ length: count }, (_, i) => {
+            const s = data.throughput[i % SUBSCRIPTIONS]
+            if (s === undefined) throw new Error("no subscription")
+            const payload: DeliverPayload = {
+              deliveryId: ++graphileDeliveryId,
+              subscriptionId: s.id,
+              url: s.url,
+              event: EVENT,
+              body: Signature.deliveryBody({ event: EVENT, accountId: s.schoolId, payloadJson: payloadText(i + 1), timestamp })
+            }
+            return { identifier: "deliver", payload }
+          })
+          await workerUtils.addJobs(specs)
+        },
+        busy: async () => {
+          const { rows } = await query<{ busy: boolean }>(`SELECT EXISTS (SELECT 1 FROM graphile_worker._private_jobs) AS busy`)
+          return rows[0]?.busy !== false
+        }
+      })
+      const bareTarget = drainTarget({
+        id: "bare",
+        label: "bare loop (claim, POST, mark)",
+        pid: pidOf(bareLoop),
+        readyRssMiB: undefined,
+        preload: async (count) => {
+          const { schools, subscriptions, payloads } = spread(count)
+          // The body the dispatcher builds (WebhookSignature.deliveryBody), stored up front.
+          await query(
+            `WITH t AS (
+               SELECT * FROM unnest($1::int[], $2::int[], $3::text[]) WITH ORDINALITY AS t(school_id, subscription_id, payload, n)
+             ), e AS (
+               INSERT INTO outbox_events (school_id, event, payload, fanned_out_at)
+               SELECT school_id, $4, payload::json, now() FROM t ORDER BY n
+               RETURNING school_id, id, payload
+             )
+             INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, body)
+             SELECT e.school_id, s.id, e.id, $4,
+                    '{"event":' || to_json($4::text)::text || ',"account_id":' || e.school_id || ',"payload":' || e.payload::text ||
+                    ',"timestamp":' || to_json($5::text)::text || '}'
+             FROM e JOIN webhook_subscriptions s ON s.school_id = e.school_id
+             ORDER BY e.id`,
+            [schools, subscriptions, payloads, EVENT, new Date().toISOString()]
+          )
+        },
+        busy: pendingWork
+      })
+
+      // -- Latency at a steady rate -------------------------------------------
+      const steady = (hanging: boolean, seconds: number): Effect.Effect<RoundFigures, BenchError> =>
+        Effect.tryPromise({
+          try: async () => {
+            activate(latencyProcess.pid)
+            await clean()
+            await query(`UPDATE webhook_subscriptions SET status = $3 WHERE school_id = $1 AND id = $2`, [
+              data.hanging.schoolId,
+              data.hanging.id,
+              hanging ? "active" : "disabled"
+            ])
+            const total = Math.max(1, Math.round(RATE * seconds))
+            const committed = new Float64Array(total).fill(Number.NaN)
+            const arrivedAt = new Float64Array(total).fill(Number.NaN)
+            resetReceiver((arrival) => {
+              const match = /"lead_id":(\d+)/.exec(arrival.body)
+              const seq = match?.[1] === undefined ? -1 : Number(match[1])
+              if (seq >= 0 && seq < total && Number.isNaN(arrivedAt[seq])) arrivedAt[seq] = arrival.at
+            })
+            const schoolId = data.healthy.schoolId
+            const started = performance.now()
+            const inserts: Array<Promise<void>> = []
+            for (let i = 0; i < total; i++) {
+              const due = started + i * 1000 / RATE
+              const wait = due - performance.now()
+              if (wait > 0) await sleep(wait)
+              inserts.push(
+                query(`INSERT INTO outbox_events (school_id, event, payload) VALUES ($1, $2, $3::json)`, [
+                  schoolId,
+                  EVENT,
+                  payloadText(i)
+                ]).then(() => {
+                  committed[i] = performance.now()
+                })
+              )
+            }
+            await Promise.all(inserts)
+            const sent = (performance.now() - started) / 1000
+            await waitForArrivals(total, 5_000)
+            receivers.releaseHanging()
+            const latencies: Array<number> = []
+            for (let i = 0; i < total; i++) {
+              const at = arrivedAt[i] ?? Number.NaN
+              const commit = committed[i] ?? Number.NaN
+              if (!Number.isNaN(at) && !Number.isNaN(commit)) latencies.push(at - commit)
+            }
+            latencies.sort((a, b) => a - b)
+            // Let the dispatcher record the attempts the release cut off before the tables are emptied.
+            await sleep(hanging ? 300 : 50)
+            return {
+              requests: latencies.length,
+              seconds: sent,
+              rps: latencies.length / sent,
+              p50: percentile(latencies, 50),
+              p95: percentile(latencies, 95),
+              p99: percentile(latencies, 99),
+              non2xx: badSignatures,
+              errors: total - latencies.length,
+              statuses: { "204": latencies.length, ...(badSignatures > 0 ? { "bad signature": badSignatures } : {}) }
+            } satisfies RoundFigures
+          },
+          catch: (error) => benchError(`dispatcher: latency: ${describe(error)}`)
+        })
+      const steadyTarget = (id: string, label: string, hanging: boolean): Target => ({
+        id,
+        label,
+        process: { pid: latencyProcess.pid, api: false, readyRssMiB: latencyProcess.readyRssMiB },
+        round: (seconds) => steady(hanging, seconds),
+        counted: (requests) => Effect.map(steady(hanging, requests / RATE), (figures) => figures.requests)
+      })
+
+      return [
+        dispatcherTarget,
+        graphileTarget,
+        bareTarget,
+        steadyTarget("latency", `dispatcher, ${RATE} events/s: commit→arrival`, false),
+        steadyTarget("isolation", `dispatcher, ${RATE} events/s, a hanging receiver beside`, true)
+      ]
+    }),
+  ratios: [["dispatcher", "graphile"], ["dispatcher", "bare"]],
+  goals: (figures) => {
+    const latency = figuresOf(figures, "latency")
+    const isolation = figuresOf(figures, "isolation")
+    const subject = figuresOf(figures, "dispatcher")
+    const isolationRatio = ratio(isolation.p99, latency.p99)
+    const rss = subject.peakRssMiB
+    return [
+      throughputGoal(figures, "dispatcher", "graphile", 1.0, "graphile-worker"),
+      throughputGoal(figures, "dispatcher", "bare", 0.8, "bare loop"),
+      { goal: "commit→arrival p50 ≤ 10 ms at 200 events/s", measured: ms(latency.p50), pass: latency.p50 <= 10 },
+      { goal: "commit→arrival p99 ≤ 50 ms at 200 events/s", measured: ms(latency.p99), pass: latency.p99 <= 50 },
+      {
+        goal: "p99 with a hanging receiver beside ≤ 1.5x without",
+        measured: `${ms(isolation.p99)} vs ${ms(latency.p99)} (${times(isolationRatio)})`,
+        pass: isolationRatio <= 1.5
+      },
+      {
+        goal: "dispatcher peak RSS ≤ 150 MiB under the throughput load",
+        measured: rss === undefined ? "not measured" : `${rss} MiB`,
+        pass: rss !== undefined && rss <= 150
+      }
+    ]
+  }
+}
