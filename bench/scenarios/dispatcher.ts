@@ -353,6 +353,8 @@ export const dispatcher: Scenario = {
             }
             while (await target.busy()) await sleep(2)
             const seconds = (performance.now() - started) / 1000
+            // Stopped between rounds: its idle polling would keep the harness's quiesce waiting.
+            activate(0)
             return {
               requests: count,
               seconds,
@@ -492,6 +494,7 @@ export const dispatcher: Scenario = {
             latencies.sort((a, b) => a - b)
             // Let the dispatcher record the attempts the release cut off before the tables are emptied.
             await sleep(hanging ? 300 : 50)
+            activate(0)
             return {
               requests: latencies.length,
               seconds: sent,
