@@ -62,6 +62,8 @@ export const optionsFromSettings = (settings: SettingsShape): DispatcherOptions 
 const FAN_OUT_BATCH = 500
 /** Deliveries claimed per statement, at most. */
 const CLAIM_BATCH = 100
+/** How long a claim may wait for more slots to free up while attempts are in flight (see claimAll). */
+const CLAIM_GATHER_MS = 20
 /** Attempts recorded per statement, at most. */
 const RECORD_BATCH = 200
 /** Deliveries purged per statement (small: the purge must not hold locks for long). */
@@ -280,16 +282,28 @@ const make = (options: DispatcherOptions) =>
 
     // -- The loop ------------------------------------------------------------
     /**
-     * With attempts in flight, a claim waits until half the slots are free:
-     * every claim walks the subscriptions with pending work (and, until a
+     * With attempts in flight, a claim gathers: it waits until half the slots
+     * are free, or CLAIM_GATHER after the last claim, whichever comes first.
+     * Every claim walks the subscriptions with pending work (and, until a
      * vacuum, the index entries of work just done), so claiming a slot at a
      * time as attempts finish would cost a claim per delivery under load
-     * (docs/performance.md "Webhook dispatcher"). Idle, it claims at once.
+     * (docs/performance.md "Webhook dispatcher"); the time bound keeps slots
+     * that hanging receivers hold from holding back everyone else's work
+     * (test/dispatcher/isolation.test.ts). Idle, it claims at once.
      */
     const claimAtLeast = Math.max(1, Math.floor(options.concurrency / 2))
+    let lastClaimAt = 0
+    /** Set when a claim was put off to gather: the loop comes back within CLAIM_GATHER_MS. */
+    let gathering = false
     const claimAll: Effect.Effect<void, SqlError.SqlError> = Effect.suspend(() => {
       const free = options.concurrency - inFlight
-      if (free <= 0 || stopping || (inFlight > 0 && free < claimAtLeast)) return Effect.void
+      gathering = false
+      if (free <= 0 || stopping) return Effect.void
+      if (inFlight > 0 && free < claimAtLeast && Date.now() - lastClaimAt < CLAIM_GATHER_MS) {
+        gathering = true
+        return Effect.void
+      }
+      lastClaimAt = Date.now()
       const limit = Math.min(free, CLAIM_BATCH)
       return queue.claim({ limit, perSubscription: options.perSubscription, leaseMs }).pipe(
         Effect.tap(start),
@@ -311,7 +325,7 @@ const make = (options: DispatcherOptions) =>
       yield* databaseAnswered
       if (fanned.events === FAN_OUT_BATCH) return 0
       const due = yield* queue.nextDue(pollMs)
-      return Math.max(5, Math.min(pollMs, due ?? pollMs))
+      return Math.max(5, Math.min(pollMs, due ?? pollMs, gathering ? CLAIM_GATHER_MS : pollMs))
     }).pipe(
       Effect.catch((error) => Effect.as(databaseFailed("claim")(error), pollMs))
     )
