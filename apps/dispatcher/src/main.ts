@@ -13,7 +13,7 @@ import { checkConnection } from "@school/local-postgres/Database"
 import { DeliveryQueue } from "@school/persistence/DeliveryQueue"
 import * as Sql from "@school/persistence/Sql"
 import { runMain } from "@school/runtime/Main"
-import { AlreadyLogged } from "@school/runtime/Reported"
+import { cannotListen } from "@school/runtime/Ports"
 import { InvalidSetting, Settings } from "@school/runtime/Settings"
 import { Duration, Effect, Layer, Option } from "effect"
 import { Dispatcher, optionsFromSettings } from "./Dispatcher.ts"
@@ -43,22 +43,11 @@ const program = Effect.gen(function*() {
   const context = yield* Layer.build(
     Dispatcher.layer(options).pipe(Layer.provideMerge(DeliveryQueue.layer), Layer.provideMerge(Layer.succeedContext(pool)))
   )
-  const address = `${settings.host.includes(":") ? `[${settings.host}]` : settings.host}:${settings.dispatcherPort}`
   const port = yield* serveHealth(settings.host, settings.dispatcherPort).pipe(
     Effect.provideContext(context),
-    // One clear line, as the API says it (apps/api/src/main.ts).
-    Effect.catch((error) => {
-      const code = "code" in error && typeof error.code === "string" ? error.code : undefined
-      const why = code === "EADDRINUSE"
-        ? "the address is already in use (EADDRINUSE); choose another DISPATCHER_PORT or stop what listens there"
-        : code === "EADDRNOTAVAIL"
-        ? "no such address on this machine (EADDRNOTAVAIL); check HOST"
-        : code === "EACCES"
-        ? "permission denied (EACCES); ports below 1024 need privileges"
-        : error.message
-      const message = `cannot listen on ${address}: ${why}`
-      return Effect.andThen(Effect.logError(message), Effect.fail(new AlreadyLogged({ message })))
-    })
+    Effect.catch((cause) =>
+      cannotListen({ host: settings.host, port: settings.dispatcherPort, setting: "DISPATCHER_PORT", cause })
+    )
   )
   yield* Effect.logInfo(`dispatcher ready; health on http://${settings.host}:${port}/health/ready`, {
     port,

@@ -9,11 +9,13 @@
  * child process listens on the port, no other `listen(0)` on the machine
  * (a test's receiver, another dispatcher) can take it; only another caller
  * drawing the same number could, one chance in thousands. Where the range
- * cannot be read, the system's own `listen(0)` choice is used.
+ * cannot be read, the system's own `listen(0)` choice is used. And the one
+ * line a process writes when it cannot listen (`cannotListen`).
  */
 import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Net from "node:net"
+import { AlreadyLogged } from "./Reported.ts"
 
 /** Whether `port` (0: any) can be listened on now; the port listened on, or undefined. */
 const tryListen = (port: number) =>
@@ -54,3 +56,31 @@ export const freePort: Effect.Effect<number> = Effect.gen(function*() {
   if (any === undefined) return yield* Effect.die(new Error("no free port on 127.0.0.1"))
   return any
 })
+
+/**
+ * A process that cannot listen on `host:port` says so in one error line and
+ * fails with `AlreadyLogged` (exit 1): why, from the system's error code, and
+ * which setting to change (`PORT` for the API, `DISPATCHER_PORT` for the
+ * dispatcher).
+ */
+export const cannotListen = (options: {
+  readonly host: string
+  readonly port: number
+  readonly setting: string
+  readonly cause: unknown
+}): Effect.Effect<never, AlreadyLogged> => {
+  const { cause } = options
+  const code = cause instanceof Error && "code" in cause && typeof cause.code === "string" ? cause.code : undefined
+  const why = code === "EADDRINUSE"
+    ? `the address is already in use (EADDRINUSE); choose another ${options.setting} or stop what listens there`
+    : code === "EADDRNOTAVAIL"
+    ? "no such address on this machine (EADDRNOTAVAIL); check HOST"
+    : code === "EACCES"
+    ? "permission denied (EACCES); ports below 1024 need privileges"
+    : cause instanceof Error
+    ? cause.message
+    : String(cause)
+  const address = `${options.host.includes(":") ? `[${options.host}]` : options.host}:${options.port}`
+  const message = `cannot listen on ${address}: ${why}`
+  return Effect.andThen(Effect.logError(message), Effect.fail(new AlreadyLogged({ message })))
+}
