@@ -9,16 +9,12 @@
  * server) and stops and restarts it.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { embedded } from "@school/local-postgres/EmbeddedPostgres"
 import { runMigrations } from "@school/persistence/Migrations"
 import * as Sql from "@school/persistence/Sql"
-import { freePort } from "@school/runtime/Ports"
-import { Effect, Exit, Scope } from "effect"
-import * as Fs from "node:fs/promises"
-import * as Os from "node:os"
-import * as Path from "node:path"
+import { Effect } from "effect"
 import { startDispatcher } from "../support/Processes.ts"
 import { startReceiver } from "../support/Receivers.ts"
+import { restartableDatabase } from "../support/RestartableDatabase.ts"
 import * as T from "./support.ts"
 
 const status = (url: string) =>
@@ -43,20 +39,7 @@ const until = (url: string, expected: number, deadline: number) =>
 describe("the dispatcher with the database away", () => {
   it.live("keeps running, not ready while away; resumes and delivers once it is back", () =>
     Effect.gen(function*() {
-      const dataDir = yield* Effect.acquireRelease(
-        Effect.promise(() => Fs.mkdtemp(Path.join(Os.tmpdir(), "school-dispatcher-away-"))),
-        (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
-      )
-      const pgPort = yield* freePort
-      const outer = yield* Scope.Scope
-      const startDatabase = Effect.gen(function*() {
-        const scope = yield* Scope.fork(outer)
-        const database = yield* embedded({ dataDir, persistent: true, durable: false, port: pgPort }).pipe(
-          Scope.provide(scope),
-          Effect.orDie
-        )
-        return { url: database.url, stop: Scope.close(scope, Exit.void) }
-      })
+      const { start: startDatabase } = yield* restartableDatabase("school-dispatcher-away-")
       const withDatabase = (url: string) => Effect.provide(Sql.layer({ url, maxConnections: 1 }))
 
       const first = yield* startDatabase

@@ -10,18 +10,15 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { PublicApi } from "@school/domain/api/PublicApi"
-import { embedded } from "@school/local-postgres/EmbeddedPostgres"
 import { runMigrations } from "@school/persistence/Migrations"
 import * as Sql from "@school/persistence/Sql"
 import { freePort } from "@school/runtime/Ports"
-import { Effect, Exit, Predicate, Scope } from "effect"
+import { Effect, Predicate } from "effect"
 import { OpenApi } from "effect/http-api"
-import * as Fs from "node:fs/promises"
-import * as Os from "node:os"
-import * as Path from "node:path"
 import * as Fixtures from "../support/Fixtures.ts"
 import { rawClient } from "../support/Clients.ts"
 import { startApi } from "../support/Processes.ts"
+import { restartableDatabase } from "../support/RestartableDatabase.ts"
 
 const get = (url: string, key: string) => rawClient("").get(url, key)
 
@@ -57,22 +54,7 @@ describe("the database away", () => {
 
   it.live("503 service_unavailable with Retry-After while PostgreSQL is stopped; 200 again once it is back", () =>
     Effect.gen(function*() {
-      const dataDir = yield* Effect.acquireRelease(
-        Effect.promise(() => Fs.mkdtemp(Path.join(Os.tmpdir(), "school-away-"))),
-        (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
-      )
-      const pgPort = yield* freePort
-      const outer = yield* Scope.Scope
-      /** The test's own server, in a scope of its own so the test can stop it. */
-      const startDatabase = Effect.gen(function*() {
-        const scope = yield* Scope.fork(outer)
-        const database = yield* embedded({ dataDir, persistent: true, durable: false, port: pgPort }).pipe(
-          Scope.provide(scope),
-          Effect.orDie
-        )
-        return { url: database.url, stop: Scope.close(scope, Exit.void) }
-      })
-
+      const { start: startDatabase } = yield* restartableDatabase("school-away-")
       const first = yield* startDatabase
       const key = yield* Effect.gen(function*() {
         yield* Effect.orDie(runMigrations)

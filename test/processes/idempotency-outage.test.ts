@@ -13,19 +13,16 @@
  * PostgreSQL (never the run's shared server), which it stops and restarts.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { embedded } from "@school/local-postgres/EmbeddedPostgres"
 import { runMigrations } from "@school/persistence/Migrations"
 import * as Sql from "@school/persistence/Sql"
 import { freePort } from "@school/runtime/Ports"
-import { Deferred, Duration, Effect, Exit, Fiber, Scope } from "effect"
+import { Deferred, Duration, Effect, Fiber, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { spawn } from "node:child_process"
-import * as Fs from "node:fs/promises"
-import * as Os from "node:os"
-import * as Path from "node:path"
 import { type RawReply, rawClient, V1 } from "../support/Clients.ts"
 import * as Fixtures from "../support/Fixtures.ts"
 import { entryPoints } from "../support/Processes.ts"
+import { restartableDatabase } from "../support/RestartableDatabase.ts"
 
 /** IDEMPOTENCY_WAIT of the API processes in this file. */
 const WAIT_MS = 1000
@@ -130,21 +127,8 @@ const retryUntilServed = (send: Effect.Effect<RawReply, unknown>) =>
 describe("an Idempotency-Key whose attempt lost its database session", () => {
   it.live("runs again at once: PostgreSQL stopped during the write, the session killed, the API process killed", () =>
     Effect.gen(function*() {
-      const dataDir = yield* Effect.acquireRelease(
-        Effect.promise(() => Fs.mkdtemp(Path.join(Os.tmpdir(), "school-idem-outage-"))),
-        (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
-      )
-      const pgPort = yield* freePort
+      const { start: startDatabase } = yield* restartableDatabase("school-idem-outage-")
       const outer = yield* Scope.Scope
-      /** The test's own server, in a scope of its own so the test can stop it. */
-      const startDatabase = Effect.gen(function*() {
-        const scope = yield* Scope.fork(outer)
-        const database = yield* embedded({ dataDir, persistent: true, durable: false, port: pgPort }).pipe(
-          Scope.provide(scope),
-          Effect.orDie
-        )
-        return { url: database.url, stop: Scope.close(scope, Exit.void) }
-      })
       /** A real API process in a scope of its own, so the test can kill it. */
       const startApiProcess = (url: string) =>
         Effect.gen(function*() {
