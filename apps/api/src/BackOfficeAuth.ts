@@ -21,6 +21,7 @@ import {
 } from "@school/domain/api/BackOfficeMiddleware"
 import * as SessionRules from "@school/domain/Sessions"
 import { Sessions } from "@school/persistence/Sessions"
+import { JSON_MEDIA_TYPE, parseContentType } from "./RequestBody.ts"
 import { validationBody } from "./RequestValidation.ts"
 
 /** SESSION_TTL (docs/operators.md "Settings"). */
@@ -42,7 +43,7 @@ const originHost = (origin: string): string | undefined => {
 }
 
 const isJsonContentType = (value: string | undefined) =>
-  value !== undefined && value.split(";")[0]?.trim().toLowerCase() === "application/json"
+  value !== undefined && parseContentType(value).mediaType === JSON_MEDIA_TYPE
 
 /**
  * docs/decisions.md "Back-office sessions": a cookie-authenticated call that
