@@ -43,46 +43,42 @@ export const routeTable = <Id extends string, Groups extends HttpApiGroup.Constr
   return (path: string): ReadonlyArray<string> => METHODS.filter((method) => router.find(method, path) !== undefined)
 }
 
-/** The back office's error for a status HttpApi or the router answered without its envelope. */
-const backOfficeFromStatus = (status: number): EncodableError => {
-  switch (status) {
-    case 400:
-    case 422:
-      return new BackOfficeErrors.ValidationFailed({ message: "The request could not be read." })
-    case 404:
-      return new BackOfficeErrors.NotFound({ message: "No such resource." })
-    case 405:
-      return new BackOfficeErrors.MethodNotAllowed({ message: "This method is not allowed on this path." })
-    case 413:
-      return new BackOfficeErrors.PayloadTooLarge({ message: "The request body is larger than 256 KiB." })
-    case 415:
-      return new BackOfficeErrors.UnsupportedMediaType({ message: "Send the body as application/json." })
-    default:
-      return new BackOfficeErrors.InternalError({ message: "Something went wrong on our side. Try again later." })
-  }
+/** The rows of an error table this module answers with; the public and the back office's tables both have them. */
+interface EnvelopeRows {
+  readonly ValidationFailed: new(body: { readonly message: string }) => EncodableError
+  readonly NotFound: new(body: { readonly message: string }) => EncodableError
+  readonly MethodNotAllowed: new(body: { readonly message: string }) => EncodableError
+  readonly PayloadTooLarge: new(body: { readonly message: string }) => EncodableError
+  readonly UnsupportedMediaType: new(body: { readonly message: string }) => EncodableError
+  readonly InternalError: new(body: { readonly message: string }) => EncodableError
+  readonly BadRequest: new(body: { readonly message: string }) => EncodableError
+  readonly ServiceUnavailable: new(
+    body: { readonly message: string; readonly headers: { readonly "retry-after": number } }
+  ) => EncodableError
 }
 
 const BACK_OFFICE_PREFIX = "/api/crm/"
 
-/** The error for a status, in the envelope of the API the path belongs to. */
-const fromStatusFor = (path: string) => path.startsWith(BACK_OFFICE_PREFIX) ? backOfficeFromStatus : fromStatus
+/** The error table of the API a path belongs to: the back office's under `/api/crm/`, else the public one. */
+const rowsFor = (path: string): EnvelopeRows => path.startsWith(BACK_OFFICE_PREFIX) ? BackOfficeErrors : Errors
 
-/** The error for a status HttpApi or the router answered without our envelope. */
-const fromStatus = (status: number): Errors.PublicError => {
+/** The error for a status HttpApi or the router answered without our envelope, in the path's table. */
+const fromStatusFor = (path: string) => (status: number): EncodableError => {
+  const rows = rowsFor(path)
   switch (status) {
     case 400:
     case 422:
-      return new Errors.ValidationFailed({ message: "The request could not be read." })
+      return new rows.ValidationFailed({ message: "The request could not be read." })
     case 404:
-      return new Errors.NotFound({ message: "No such resource." })
+      return new rows.NotFound({ message: "No such resource." })
     case 405:
-      return new Errors.MethodNotAllowed({ message: "This method is not allowed on this path." })
+      return new rows.MethodNotAllowed({ message: "This method is not allowed on this path." })
     case 413:
-      return new Errors.PayloadTooLarge({ message: "The request body is larger than 256 KiB." })
+      return new rows.PayloadTooLarge({ message: "The request body is larger than 256 KiB." })
     case 415:
-      return new Errors.UnsupportedMediaType({ message: "Send the body as application/json." })
+      return new rows.UnsupportedMediaType({ message: "Send the body as application/json." })
     default:
-      return new Errors.InternalError({ message: "Something went wrong on our side. Try again later." })
+      return new rows.InternalError({ message: "Something went wrong on our side. Try again later." })
   }
 }
 
@@ -146,12 +142,13 @@ export const isDatabaseUnavailable = (cause: Cause.Cause<unknown>): boolean =>
     }
   })
 
-const serviceUnavailable = (path: string) => {
-  const body = { message: "The database is unavailable. Try again later.", headers: { "retry-after": RETRY_AFTER_SECONDS } }
-  return errorResponse(
-    path.startsWith(BACK_OFFICE_PREFIX) ? new BackOfficeErrors.ServiceUnavailable(body) : new Errors.ServiceUnavailable(body)
+const serviceUnavailable = (path: string) =>
+  errorResponse(
+    new (rowsFor(path).ServiceUnavailable)({
+      message: "The database is unavailable. Try again later.",
+      headers: { "retry-after": RETRY_AFTER_SECONDS }
+    })
   )
-}
 
 const isRouteNotFound = (cause: Cause.Cause<unknown>) =>
   cause.reasons.some((reason) =>
@@ -179,7 +176,7 @@ export const ErrorEnvelope = (allowedMethods: (path: string) => ReadonlyArray<st
       const path = request.url.split("?")[0] ?? "/"
       const refused = refusedRequest(request)
       if (refused !== undefined) {
-        const error = path.startsWith(BACK_OFFICE_PREFIX) ? new BackOfficeErrors.BadRequest({ message: refused.message }) : refused
+        const error = new (rowsFor(path).BadRequest)({ message: refused.message })
         return HttpServerResponse.setHeader(errorResponse(error), "connection", "close")
       }
       const exit = yield* Effect.exit(httpEffect)
