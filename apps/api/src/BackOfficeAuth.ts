@@ -120,18 +120,19 @@ export const BackOfficeValidationLive = HttpApiMiddleware.layerSchemaErrorTransf
 )
 
 /**
- * docs/back-office.md "Roles": the signed-in employee when their role is in
- * `access`, else 403 FORBIDDEN. Every back-office handler calls it first,
- * before it reads or changes anything.
+ * docs/back-office.md "Roles": the endpoint's `RequiredAccess`, checked
+ * before its request is decoded: the caller's role is in it, or 403
+ * FORBIDDEN and nothing runs. The one place roles are checked; handlers
+ * read the caller from `CurrentEmployee`.
  */
-export const requireAccess = (access: SessionRules.Access) =>
-  Effect.flatMap(CurrentEmployee, (current) =>
-    access.includes(current.employee.role)
-      ? Effect.succeed(current)
-      : Effect.fail(new Errors.Forbidden({ message: `The ${current.employee.role} role may not do this.` })))
-
-/** docs/back-office.md "Roles": the endpoint's `RequiredAccess`, checked before its request is decoded. */
 export const RoleCheckLive = Layer.succeed(
   RoleCheck,
-  (httpEffect, { endpoint }) => Effect.flatMap(requireAccess(Context.get(endpoint.annotations, RequiredAccess)), () => httpEffect)
+  (httpEffect, { endpoint }) =>
+    Effect.flatMap(CurrentEmployee, (current) =>
+      Effect.andThen(
+        Context.get(endpoint.annotations, RequiredAccess).includes(current.employee.role)
+          ? Effect.void
+          : Effect.fail(new Errors.Forbidden({ message: `The ${current.employee.role} role may not do this.` })),
+        httpEffect
+      ))
 )

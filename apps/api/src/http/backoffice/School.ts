@@ -1,8 +1,8 @@
 /**
  * Handlers of the back office's school records
  * (libs/domain/src/api/backoffice/School.ts; docs/back-office.md): the role
- * is checked before the request is decoded (`RoleCheck`), and again
- * first thing in every handler (requireAccess); then one repository call.
+ * is checked before the request is decoded (`RoleCheck`, from each
+ * endpoint's `RequiredAccess`); then one repository call.
  * Enrollment is the public API's own function (Enrollments.enroll), its
  * refusals said in the back office's codes. `SchoolRepositories` names the
  * persistence services they need beyond those Server.ts already provides
@@ -11,11 +11,10 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"
+import { CurrentEmployee } from "@school/domain/api/BackOfficeMiddleware"
 import { toBackOfficeError } from "@school/domain/Enrollments"
-import { FULL_ACCESS, FULL_ACCESS_OR_MANAGER, FULL_ACCESS_OR_TEACHER } from "@school/domain/Sessions"
 import { Enrollments } from "@school/persistence/Enrollments"
 import { SchoolRecords } from "@school/persistence/SchoolRecords"
-import { requireAccess } from "../../BackOfficeAuth.ts"
 
 export const SchoolRepositories = SchoolRecords.layer
 
@@ -26,28 +25,28 @@ const ReferenceHandlers = HttpApiBuilder.group(
     const records = yield* SchoolRecords
     return handlers
       .handle("createFilial", Effect.fnUntraced(function*({ payload }) {
-        const { schoolId } = yield* requireAccess(FULL_ACCESS)
+        const { schoolId } = yield* CurrentEmployee
         const address = payload.address === undefined || payload.address === null || payload.address === ""
           ? null
           : payload.address
         return { success: true as const, data: yield* records.createFilial(schoolId, { name: payload.name, address }) }
       }))
       .handle("createSubject", Effect.fnUntraced(function*({ payload }) {
-        const { schoolId } = yield* requireAccess(FULL_ACCESS)
+        const { schoolId } = yield* CurrentEmployee
         return { success: true as const, data: yield* records.createSubject(schoolId, { name: payload.name }) }
       }))
       .handle("createProgram", Effect.fnUntraced(function*({ payload }) {
-        const { schoolId } = yield* requireAccess(FULL_ACCESS)
+        const { schoolId } = yield* CurrentEmployee
         const program = { name: payload.name, subjectId: payload.subject_id ?? null }
         return { success: true as const, data: yield* records.createProgram(schoolId, program) }
       }))
       .handle("createLevel", Effect.fnUntraced(function*({ payload }) {
-        const { schoolId } = yield* requireAccess(FULL_ACCESS)
+        const { schoolId } = yield* CurrentEmployee
         const level = { name: payload.name, programId: payload.program_id ?? null }
         return { success: true as const, data: yield* records.createLevel(schoolId, level) }
       }))
       .handle("createGroup", Effect.fnUntraced(function*({ payload }) {
-        const { schoolId } = yield* requireAccess(FULL_ACCESS)
+        const { schoolId } = yield* CurrentEmployee
         const group = yield* records.createGroup(schoolId, {
           name: payload.name,
           filialId: payload.filial_id,
@@ -60,7 +59,7 @@ const ReferenceHandlers = HttpApiBuilder.group(
         return { success: true as const, data: group }
       }))
       .handle("createLesson", Effect.fnUntraced(function*({ payload }) {
-        const { schoolId } = yield* requireAccess(FULL_ACCESS)
+        const { schoolId } = yield* CurrentEmployee
         const lesson = yield* records.createLesson(schoolId, {
           groupId: payload.group_id,
           startsAt: payload.starts_at,
@@ -81,7 +80,7 @@ const StudentsHandlers = HttpApiBuilder.group(
     const enrollments = yield* Enrollments
     return handlers
       .handle("createStudent", Effect.fnUntraced(function*({ payload }) {
-        const { schoolId } = yield* requireAccess(FULL_ACCESS_OR_MANAGER)
+        const { schoolId } = yield* CurrentEmployee
         const student = yield* records.createStudent(schoolId, {
           fio: payload.fio,
           phone: payload.phone ?? "",
@@ -91,7 +90,7 @@ const StudentsHandlers = HttpApiBuilder.group(
         return { success: true as const, data: student }
       }))
       .handle("enroll", Effect.fnUntraced(function*({ params, payload }) {
-        const { schoolId } = yield* requireAccess(FULL_ACCESS_OR_MANAGER)
+        const { schoolId } = yield* CurrentEmployee
         // The public POST /students/{id}/groups's function: the same rules and race safety.
         const enrollment = yield* enrollments.enroll(schoolId, params.id, payload.group_id).pipe(
           Effect.mapError(toBackOfficeError)
@@ -99,7 +98,7 @@ const StudentsHandlers = HttpApiBuilder.group(
         return { success: true as const, data: enrollment }
       }))
       .handle("markAttendance", Effect.fnUntraced(function*({ params, payload }) {
-        const { schoolId } = yield* requireAccess(FULL_ACCESS_OR_TEACHER)
+        const { schoolId } = yield* CurrentEmployee
         const mark = yield* records.markAttendance(schoolId, params.id, {
           studentId: payload.student_id,
           visitStatus: payload.visit_status
@@ -107,7 +106,7 @@ const StudentsHandlers = HttpApiBuilder.group(
         return { success: true as const, data: mark }
       }))
       .handle("createPayment", Effect.fnUntraced(function*({ payload }) {
-        const { schoolId } = yield* requireAccess(FULL_ACCESS_OR_MANAGER)
+        const { schoolId } = yield* CurrentEmployee
         const payment = yield* records.createPayment(schoolId, {
           studentId: payload.student_id,
           amountKopecks: payload.amount_kopecks,

@@ -2,8 +2,7 @@
  * Handlers of the back office's staff and API keys
  * (libs/domain/src/api/backoffice/Staff.ts; spec 5.2; docs/back-office.md
  * "Employees", "API keys"): full access (checked before decoding by the
- * shared `RoleCheck`, and again first in each handler), then one repository
- * call per request. A key is issued
+ * shared `RoleCheck`), then one repository call per request. A key is issued
  * through `issueApiKeyOnPlan`, the plan rule the operator CLI applies too.
  * `StaffRepositories` names the persistence services they need; Server.ts
  * provides them with the rest.
@@ -13,13 +12,12 @@ import { HttpApiBuilder } from "effect/http-api"
 import { expiryProblem } from "@school/domain/ApiKey"
 import * as Errors from "@school/domain/BackOfficeErrors"
 import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"
+import { CurrentEmployee } from "@school/domain/api/BackOfficeMiddleware"
 import * as Pagination from "@school/domain/Pagination"
-import { FULL_ACCESS } from "@school/domain/Sessions"
 import { ApiKeys } from "@school/persistence/ApiKeys"
 import { Employees } from "@school/persistence/Employees"
 import { issueApiKeyOnPlan } from "@school/persistence/Schools"
 import { SqlClient } from "effect/sql"
-import { requireAccess } from "../../BackOfficeAuth.ts"
 import { RateLimiter } from "../../RateLimiter.ts"
 
 export const StaffRepositories = Layer.mergeAll(Employees.layer, ApiKeys.layer)
@@ -31,7 +29,7 @@ const EmployeesGroupLive = HttpApiBuilder.group(
     const employees = yield* Employees
     return handlers
       .handle("create", Effect.fnUntraced(function*({ payload }) {
-        const { schoolId } = yield* requireAccess(FULL_ACCESS)
+        const { schoolId } = yield* CurrentEmployee
         const created = yield* employees.create(schoolId, payload).pipe(
           Effect.catchTag("EmailTaken", (taken) =>
             Effect.fail(
@@ -44,7 +42,7 @@ const EmployeesGroupLive = HttpApiBuilder.group(
         return { success: true as const, data: created }
       }))
       .handle("list", Effect.fnUntraced(function*({ query }) {
-        const { schoolId } = yield* requireAccess(FULL_ACCESS)
+        const { schoolId } = yield* CurrentEmployee
         const page = Pagination.pageRequest(query)
         const result = yield* employees.list(schoolId, page)
         return { success: true as const, data: result.items, meta: Pagination.meta(page, result.total) }
@@ -61,7 +59,7 @@ const ApiKeysGroupLive = HttpApiBuilder.group(
     const sql = yield* SqlClient.SqlClient
     return handlers
       .handle("create", Effect.fnUntraced(function*({ payload }) {
-        const { schoolId } = yield* requireAccess(FULL_ACCESS)
+        const { schoolId } = yield* CurrentEmployee
         const expiresAt = payload.expires_at ?? null
         if (expiresAt !== null) {
           const problem = expiryProblem(expiresAt, yield* Clock.currentTimeMillis)
@@ -83,13 +81,13 @@ const ApiKeysGroupLive = HttpApiBuilder.group(
         return { success: true as const, data: issued }
       }))
       .handle("list", Effect.fnUntraced(function*({ query }) {
-        const { schoolId } = yield* requireAccess(FULL_ACCESS)
+        const { schoolId } = yield* CurrentEmployee
         const page = Pagination.pageRequest(query)
         const result = yield* keys.list(schoolId, page)
         return { success: true as const, data: result.items, meta: Pagination.meta(page, result.total) }
       }))
       .handle("revoke", Effect.fnUntraced(function*({ params }) {
-        const { schoolId } = yield* requireAccess(FULL_ACCESS)
+        const { schoolId } = yield* CurrentEmployee
         const revoked = yield* keys.revoke(schoolId, params.id)
         if (Option.isNone(revoked)) {
           return yield* new Errors.NotFound({ message: `API key ${params.id} does not exist.` })

@@ -1,8 +1,8 @@
 /**
  * Handlers of the back office's webhook subscriptions
  * (libs/domain/src/api/backoffice/Webhooks.ts; spec 5.3, 6.1;
- * docs/decisions.md "Webhooks"): the role check before decoding
- * (checked first by `RoleCheck`, apps/api/src/BackOfficeAuth.ts), the receiver-URL rule with its DNS lookup (the
+ * docs/decisions.md "Webhooks"): the role, checked before decoding
+ * (`RoleCheck`, apps/api/src/BackOfficeAuth.ts), the receiver-URL rule with its DNS lookup (the
  * rule is libs/domain/src/ReceiverAddress.ts; the lookup, which is I/O,
  * happens here), the secret issued once and stored encrypted
  * (libs/domain/src/WebhookSecret.ts), and one repository call per request.
@@ -15,13 +15,12 @@ import { HttpApiBuilder } from "effect/http-api"
 import { lookup } from "node:dns/promises"
 import * as Errors from "@school/domain/BackOfficeErrors"
 import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"
+import { CurrentEmployee } from "@school/domain/api/BackOfficeMiddleware"
 import { normalizeEvents } from "@school/domain/api/backoffice/Webhooks"
 import * as Pagination from "@school/domain/Pagination"
 import { parseReceiverUrl, type Policy, resolvedRefusal } from "@school/domain/ReceiverAddress"
-import { FULL_ACCESS, OWNER_OR_ADMINISTRATOR } from "@school/domain/Sessions"
 import * as WebhookSecret from "@school/domain/WebhookSecret"
 import { type Queued, Webhooks } from "@school/persistence/Webhooks"
-import { requireAccess } from "../../BackOfficeAuth.ts"
 
 /** The webhook settings the handlers use (docs/operators.md "Settings"). */
 export interface WebhookSettings {
@@ -140,7 +139,7 @@ const WebhooksGroupLive = HttpApiBuilder.group(
 
     return handlers
       .handle("create", Effect.fnUntraced(function*({ payload }) {
-        const { schoolId } = yield* requireAccess(OWNER_OR_ADMINISTRATOR)
+        const { schoolId } = yield* CurrentEmployee
         const url = yield* checkUrl(payload.url)
         const secret = WebhookSecret.generateSecret()
         const created = yield* webhooks.create(schoolId, {
@@ -151,19 +150,19 @@ const WebhooksGroupLive = HttpApiBuilder.group(
         return { success: true as const, data: { ...created, secret } }
       }))
       .handle("list", Effect.fnUntraced(function*({ query }) {
-        const { schoolId } = yield* requireAccess(FULL_ACCESS)
+        const { schoolId } = yield* CurrentEmployee
         const page = Pagination.pageRequest(query)
         const { items, total } = yield* webhooks.list(schoolId, page)
         return { success: true as const, data: items, meta: Pagination.meta(page, total) }
       }))
       .handle("get", Effect.fnUntraced(function*({ params }) {
-        const { schoolId } = yield* requireAccess(FULL_ACCESS)
+        const { schoolId } = yield* CurrentEmployee
         const found = yield* webhooks.find(schoolId, params.id)
         if (Option.isNone(found)) return yield* subscriptionNotFound(params.id)
         return { success: true as const, data: found.value }
       }))
       .handle("update", Effect.fnUntraced(function*({ params, payload }) {
-        const { schoolId } = yield* requireAccess(OWNER_OR_ADMINISTRATOR)
+        const { schoolId } = yield* CurrentEmployee
         // A missing subscription is 404 before its URL is looked at (no DNS lookup for nothing).
         if (Option.isNone(yield* webhooks.find(schoolId, params.id))) return yield* subscriptionNotFound(params.id)
         const url = payload.url === undefined ? undefined : yield* checkUrl(payload.url)
@@ -175,30 +174,30 @@ const WebhooksGroupLive = HttpApiBuilder.group(
         return { success: true as const, data: updated.value }
       }))
       .handle("disable", Effect.fnUntraced(function*({ params }) {
-        const { schoolId } = yield* requireAccess(OWNER_OR_ADMINISTRATOR)
+        const { schoolId } = yield* CurrentEmployee
         const updated = yield* webhooks.setEnabled(schoolId, params.id, false)
         if (Option.isNone(updated)) return yield* subscriptionNotFound(params.id)
         return { success: true as const, data: updated.value }
       }))
       .handle("enable", Effect.fnUntraced(function*({ params }) {
-        const { schoolId } = yield* requireAccess(OWNER_OR_ADMINISTRATOR)
+        const { schoolId } = yield* CurrentEmployee
         const updated = yield* webhooks.setEnabled(schoolId, params.id, true)
         if (Option.isNone(updated)) return yield* subscriptionNotFound(params.id)
         return { success: true as const, data: updated.value }
       }))
       .handle("test", Effect.fnUntraced(function*({ params }) {
-        const { schoolId } = yield* requireAccess(OWNER_OR_ADMINISTRATOR)
+        const { schoolId } = yield* CurrentEmployee
         const eventId = yield* queued(params.id, yield* webhooks.queueTest(schoolId, params.id))
         return { success: true as const, data: { event_id: eventId } }
       }))
       .handle("deliveries", Effect.fnUntraced(function*({ params }) {
-        const { schoolId } = yield* requireAccess(FULL_ACCESS)
+        const { schoolId } = yield* CurrentEmployee
         const journal = yield* webhooks.journal(schoolId, params.id)
         if (Option.isNone(journal)) return yield* subscriptionNotFound(params.id)
         return { success: true as const, data: journal.value }
       }))
       .handle("delivery", Effect.fnUntraced(function*({ params }) {
-        const { schoolId } = yield* requireAccess(FULL_ACCESS)
+        const { schoolId } = yield* CurrentEmployee
         const found = yield* webhooks.delivery(schoolId, params.id, params.delivery_id)
         if (Option.isNone(found)) {
           // Which one is missing: the subscription, or its delivery.
@@ -208,12 +207,12 @@ const WebhooksGroupLive = HttpApiBuilder.group(
         return { success: true as const, data: found.value }
       }))
       .handle("resend", Effect.fnUntraced(function*({ params }) {
-        const { schoolId } = yield* requireAccess(OWNER_OR_ADMINISTRATOR)
+        const { schoolId } = yield* CurrentEmployee
         const deliveryId = yield* queued(params.id, yield* webhooks.resend(schoolId, params.id, params.delivery_id))
         return { success: true as const, data: { delivery_id: deliveryId } }
       }))
       .handle("recover", Effect.fnUntraced(function*({ params, payload }) {
-        const { schoolId } = yield* requireAccess(OWNER_OR_ADMINISTRATOR)
+        const { schoolId } = yield* CurrentEmployee
         const count = yield* queued(params.id, yield* webhooks.recover(schoolId, params.id, payload.since))
         return { success: true as const, data: { queued: count } }
       }))
