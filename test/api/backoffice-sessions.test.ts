@@ -307,6 +307,11 @@ layer(Env, { excludeTestServices: true })("back-office sessions", (it) => {
         assert.strictEqual(openapi.status, 200)
         assert.include(openapi.text, "/api/crm/v1/sessions/current")
         expectBackOfficeError(yield* server.raw.get(`${CRM}/nothing-here`), 404, "NOT_FOUND")
+        // A body over 256 KiB, and one that is not JSON: the back office's envelope too.
+        const large = yield* server.raw.post(`${CRM}/sessions`, { body: `{"email":"${"a".repeat(300 * 1024)}"}` })
+        expectBackOfficeError(large, 413, "PAYLOAD_TOO_LARGE")
+        const plain = yield* server.raw.post(`${CRM}/sessions`, { body: "email=a", headers: { "content-type": "text/plain" } })
+        expectBackOfficeError(plain, 415, "UNSUPPORTED_MEDIA_TYPE")
         const put = yield* server.raw.request(`${CRM}/sessions/current`, { method: "PUT" })
         expectBackOfficeError(put, 405, "METHOD_NOT_ALLOWED")
         assert.strictEqual(put.headers.get("allow"), "GET, DELETE")

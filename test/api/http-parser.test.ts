@@ -140,6 +140,24 @@ layer(Env, { excludeTestServices: true })("requests the HTTP layer answers befor
       ["a method without a target", `GET${CRLF}${CRLF}`, 400, "bad_request"],
       ["HTTP/2's preface on HTTP/1.1", `PRI * HTTP/2.0${CRLF}${CRLF}SM${CRLF}${CRLF}`, 400, "bad_request"]
     ]
+    it.effect("under /api/crm/ the middleware's 400 is in the back office's envelope: BAD_REQUEST", () =>
+      Effect.gen(function*() {
+        const { port } = yield* ApiPort
+        const reply = yield* exchange(
+          port,
+          `POST /api/crm/v1/sessions HTTP/1.1${CRLF}Host: api${CRLF}Content-Type: application/json${CRLF}Transfer-Encoding: gzip${CRLF}${CRLF}abc`
+        )
+        assert.strictEqual(reply.status, 400, reply.body)
+        assert.strictEqual(reply.headers.get("content-type"), JSON_CONTENT_TYPE)
+        assert.isTrue(reply.closed, "the connection is closed")
+        const body = Schema.decodeUnknownSync(Schema.Struct({ success: Schema.Literal(false), code: Schema.String, message: Schema.String }))(
+          JSON.parse(reply.body),
+          { onExcessProperty: "error" }
+        )
+        assert.strictEqual(body.code, "BAD_REQUEST")
+        assert.isAbove(body.message.length, 0)
+      }))
+
     for (const [name, request, status, code] of cases) {
       it.effect(`${name}: ${status} ${code}`, () =>
         Effect.gen(function*() {
