@@ -1,7 +1,7 @@
 /**
  * Each employee's inbox over a real socket against a real database
- * (docs/back-office.md "GET /notifications", "POST /notifications/{id}/read",
- * "GET /tasks"): only the caller's notifications, newest first, with
+ * (docs/back-office.md "Leads, funnels and tasks"; docs/decisions.md
+ * "Lead section and inbox"): only the caller's notifications, newest first, with
  * `meta.unread`; marking read keeps the first read time; someone else's or
  * another school's notification is 404 exactly like a missing one; tasks:
  * the caller's own, every task of the school for full access (unassigned

@@ -1,5 +1,5 @@
 /**
- * The back office's staff (docs/back-office.md "Employees"; spec 5.2) over a
+ * The back office's staff (docs/back-office.md "Staff"; spec 5.2) over a
  * real socket against a real database: POST /employees (a new member of
  * staff who can sign in at once; the password stored scrypt-hashed and never
  * shown; `owner` refused; the login e-mail unique across the service,

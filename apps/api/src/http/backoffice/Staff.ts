@@ -1,7 +1,7 @@
 /**
  * Handlers of the back office's staff and API keys
  * (libs/domain/src/api/backoffice/Staff.ts; spec 5.2; docs/back-office.md
- * "Employees", "API keys"): full access (checked before decoding by the
+ * "Staff", "API keys"): full access (checked before decoding by the
  * shared `RoleCheck`), then one repository call per request. A key is issued
  * through `issueApiKeyOnPlan`, the plan rule the operator CLI applies too.
  * `StaffRepositories` names the persistence services they need; Server.ts
