@@ -191,7 +191,7 @@ layer(Env, { excludeTestServices: true })("requests the HTTP layer answers befor
   })
 
   describe("generated requests: an envelope or a success, never an empty body or a hang", () => {
-    /** Node's limit on the header section (request line, headers) is 16 KiB. */
+    /** Node's limit on the header section (the target, header names and values) is 16 KiB. */
     const LIMIT = 16 * 1024
 
     const expectAnswered = (reply: Reply) => {
@@ -225,10 +225,15 @@ layer(Env, { excludeTestServices: true })("requests the HTTP layer answers befor
         Effect.gen(function*() {
           const { key, port } = yield* ApiPort
           const extra = Array.from({ length: count }, (_, i) => `X-${i}: ${"v".repeat(width)}`)
-          const request = get(`${V1}/students`, ["Host: api", `Authorization: Bearer ${key}`, ...extra])
+          const headers = ["Host: api", `Authorization: Bearer ${key}`, ...extra]
+          const request = get(`${V1}/students`, headers)
           const reply = yield* exchange(port, request)
           expectAnswered(reply)
-          if (request.length > LIMIT + 100) expectEnvelope(reply, 431, "request_header_fields_too_large")
+          // Node counts the target and each header's name and value against its limit, not the
+          // ": " and CRLF between them, so with many short headers the request's own length
+          // runs 4 bytes a header ahead of what is counted.
+          const counted = V1.length + "/students".length + headers.reduce((n, header) => n + header.length - 2, 0)
+          if (counted > LIMIT + 100) expectEnvelope(reply, 431, "request_header_fields_too_large")
         }),
       { timeout: 60_000, arbitrary: { runs: 30 } }
     )
