@@ -2,7 +2,7 @@
  * The API process's one Layer graph: public API routes with their
  * middleware, handlers and repositories, its OpenAPI document and reference
  * page, the back-office API (`/api/crm/v1`) with its OpenAPI document,
- * health, and the envelope for everything else.
+ * the web panel (`/crm`), health, and the envelope for everything else.
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { ByteSize, type Duration, Layer, type Option } from "effect"
@@ -37,6 +37,7 @@ import { EnrollmentsHandlersNoDeps } from "./http/Enrollments.ts"
 import { LeadsHandlersNoDeps } from "./http/Leads.ts"
 import { PaymentsHandlersNoDeps } from "./http/Payments.ts"
 import { StudentsHandlersNoDeps } from "./http/Students.ts"
+import { PANEL_ROUTES, PanelRoutes } from "./http/Panel.ts"
 import { IdempotentWriteLive } from "./IdempotentWrite.ts"
 import { onClientError } from "./ParserErrors.ts"
 import { RateLimiter, RateLimitOptions } from "./RateLimiter.ts"
@@ -91,6 +92,7 @@ const StrictRouter = Layer.effect(HttpRouter.HttpRouter, HttpRouter.make).pipe(
 
 const publicMethods = routeTable(PublicApi, [
   ...HEALTH_ROUTES,
+  ...PANEL_ROUTES,
   ["GET", OPENAPI_PATH],
   ["GET", DOCS_PATH]
 ], ROUTER_CONFIG)
@@ -101,6 +103,7 @@ const allowedMethods = (path: string) => [...publicMethods(path), ...backOfficeM
 const routeList = (): ReadonlyArray<readonly [method: string, path: string]> => {
   const routes: Array<readonly [string, string]> = [
     ...HEALTH_ROUTES,
+    ...PANEL_ROUTES,
     ["GET", OPENAPI_PATH],
     ["GET", DOCS_PATH],
     ["GET", BACK_OFFICE_OPENAPI_PATH]
@@ -151,6 +154,7 @@ export const AppRoutesNoDeps = Layer.mergeAll(
   ),
   HttpApiScalar.layerCdn(PublicApi, { path: DOCS_PATH }),
   HealthRoutes,
+  PanelRoutes,
   ErrorEnvelope(allowedMethods)
 ).pipe(
   Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES))),

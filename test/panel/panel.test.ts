@@ -1,0 +1,364 @@
+/**
+ * The web panel at /crm in a real browser (issue 12; docs/back-office.md
+ * "Web panel"), against the real API and dispatcher processes, this file's
+ * database and loopback receivers: signing in and out, wrong passwords and
+ * TOO_MANY_ATTEMPTS, a session that expires, API keys shown once,
+ * TARIFF_TOO_LOW explained, webhooks with their secret shown once, a test
+ * event delivered in the journal, a failing receiver making the
+ * subscription problematic and the unread count rise, roles, and values
+ * holding `<img src=x onerror=alert(1)>` shown as text.
+ */
+import { assert, layer } from "@effect/vitest"
+import { Effect, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { Webhook } from "standardwebhooks"
+import * as BackOffice from "../support/BackOffice.ts"
+import * as Receivers from "../support/Receivers.ts"
+import { subscription } from "../dispatcher/support.ts"
+import { closeClean, crmAs, Env, openPage, PanelEnv, signIn, tabs, unreadCount, until, XSS } from "./support.ts"
+
+const text = (value: unknown): string => typeof value === "string" ? value : ""
+
+layer(Env, { excludeTestServices: true, timeout: 120_000 })("web panel", (it) => {
+  it.effect("sign in, who and role; a wrong password and TOO_MANY_ATTEMPTS said as such; sign out", () =>
+    Effect.gen(function*() {
+      const { baseUrl, browser } = yield* PanelEnv
+      const school = yield* BackOffice.staffSchool("pro")
+      yield* Effect.promise(async () => {
+        const watched = await openPage(browser)
+        const { page } = watched
+        await page.goto(`${baseUrl}/crm`)
+        await page.getByRole("heading", { name: "Sign in" }).waitFor()
+
+        // Empty fields: errors next to them, nothing sent.
+        await page.getByRole("button", { name: "Sign in" }).click()
+        await page.getByText("Enter your e-mail.").waitFor()
+        assert.strictEqual(await page.getByLabel("E-mail").getAttribute("aria-invalid"), "true")
+
+        await page.getByLabel("E-mail").fill(school.emails.administrator)
+        await page.getByLabel("Password").fill("not the password")
+        await page.getByRole("button", { name: "Sign in" }).click()
+        await page.getByText("Wrong e-mail or password.").waitFor()
+        // docs/back-office.md "Signing in": after 5 failures in a row for one e-mail, attempts wait.
+        for (let attempt = 0; attempt < 5 && !(await page.getByText("Too many failed sign-ins.").isVisible()); attempt++) {
+          await page.getByRole("button", { name: "Sign in" }).click()
+          await page.locator("button[type='submit']:not([disabled])").waitFor()
+        }
+        await page.getByText("Too many failed sign-ins.").waitFor()
+        assert.match(await page.locator(".notice-error").innerText(), /Wait \d+ seconds? and try again/u)
+
+        await page.getByLabel("E-mail").fill(school.emails.owner)
+        await page.getByLabel("Password").fill(BackOffice.PASSWORD)
+        await page.getByRole("button", { name: "Sign in" }).click()
+        await page.locator("#sign-out").waitFor()
+        assert.strictEqual(await page.locator(".who-name").innerText(), "Olga Owner")
+        assert.strictEqual(await page.locator(".who-role").innerText(), "owner")
+        assert.deepStrictEqual(await tabs(page), ["Leads", "API keys", "Webhooks", "Notifications"])
+        // Full access lands on the webhooks.
+        await page.getByRole("heading", { name: "Webhooks", level: 1 }).waitFor()
+
+        await page.locator("#sign-out").click()
+        await page.getByText("You have signed out.").waitFor()
+        assert.isTrue(await page.locator("#nav").isHidden())
+        // The session is over on the server too: a reload stays signed out.
+        await page.reload()
+        await page.getByRole("heading", { name: "Sign in" }).waitFor()
+        assert.strictEqual(await page.locator("#sign-out").count(), 0)
+        await closeClean(watched)
+      })
+    }))
+
+  it.effect("a session that expires sends the reader back to sign in with a clear message, then back where they were", () =>
+    Effect.gen(function*() {
+      const { baseUrl, browser } = yield* PanelEnv
+      const sql = yield* SqlClient.SqlClient
+      const school = yield* BackOffice.staffSchool("pro")
+      const watched = yield* Effect.promise(async () => {
+        const watched = await openPage(browser)
+        await signIn(watched.page, baseUrl, school.emails.owner)
+        await watched.page.getByRole("link", { name: "API keys" }).click()
+        await watched.page.getByRole("heading", { name: "Keys", level: 2 }).waitFor()
+        // Every call of the page has answered (the unread count too), so the next one is the first to meet the end.
+        await watched.page.waitForLoadState("networkidle")
+        return watched
+      })
+      yield* sql`UPDATE sessions SET expires_at = now() - interval '1 second' WHERE school_id = ${school.schoolId}`.pipe(Effect.orDie)
+      yield* Effect.promise(async () => {
+        const { page } = watched
+        await page.getByRole("link", { name: "Notifications" }).click()
+        await page.getByText("Your session has expired or was ended. Sign in again to continue.").waitFor()
+        assert.isTrue(await page.locator("#nav").isHidden())
+        await page.getByLabel("E-mail").fill(school.emails.owner)
+        await page.getByLabel("Password").fill(BackOffice.PASSWORD)
+        await page.getByRole("button", { name: "Sign in" }).click()
+        await page.getByRole("heading", { name: "Notifications", level: 1 }).waitFor()
+        assert.isTrue(page.url().endsWith("#/notifications"))
+        await closeClean(watched)
+      })
+    }))
+
+  it.effect("API keys: the issued key is shown once with a copy button, gone on reload; revoked after a confirmation; a hostile name is text", () =>
+    Effect.gen(function*() {
+      const { baseUrl, browser } = yield* PanelEnv
+      const school = yield* BackOffice.staffSchool("extended")
+      yield* Effect.promise(async () => {
+        const watched = await openPage(browser)
+        const { page } = watched
+        await watched.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: baseUrl })
+        await signIn(page, baseUrl, school.emails.administrator)
+        await page.getByRole("link", { name: "API keys" }).click()
+        await page.getByText("No keys yet.").waitFor()
+
+        await page.getByLabel("Name").fill(XSS)
+        await page.getByLabel("Scope").selectOption("write")
+        await page.getByRole("button", { name: "Issue key" }).click()
+        await page.getByText("Copy this key now: it will not be shown again.").waitFor()
+        const key = await page.locator(".secret-value").innerText()
+        assert.match(key, /^svc_[a-z0-9]{8}_\S+$/u)
+        assert.strictEqual(await page.locator("#new-key-title").innerText(), `New key “${XSS}”`)
+        await page.getByRole("button", { name: "Copy" }).click()
+        await page.getByText("Copied").waitFor()
+        assert.strictEqual(await page.evaluate<string>("navigator.clipboard.readText()"), key)
+
+        // The list: the name as text, the prefix only.
+        const row = page.locator("tbody tr").first()
+        assert.strictEqual(await row.locator("td").first().innerText(), XSS)
+        assert.strictEqual(await row.locator("code").innerText(), `${key.split("_").slice(0, 2).join("_")}_…`)
+        assert.strictEqual(await page.locator("img:not(.brand img)").count(), 0)
+
+        // Shown once: after a reload the page holds no trace of the secret.
+        await page.reload()
+        await page.locator("tbody tr").first().waitFor()
+        assert.notInclude(await page.content(), key.split("_")[2] ?? key)
+        assert.strictEqual(await page.locator(".secret-value").count(), 0)
+
+        // Revoking asks first; Cancel keeps the key.
+        await page.getByRole("button", { name: "Revoke" }).click()
+        const dialog = page.getByRole("dialog")
+        assert.strictEqual(await dialog.getByRole("heading").innerText(), `Revoke the key “${XSS}”?`)
+        await dialog.getByRole("button", { name: "Cancel" }).click()
+        assert.strictEqual(await page.locator("tbody tr .badge").first().innerText(), "active")
+        await page.getByRole("button", { name: "Revoke" }).click()
+        await page.getByRole("dialog").getByRole("button", { name: "Revoke key" }).click()
+        await page.getByText(`The key “${XSS}” is revoked.`).waitFor()
+        await until("the key shows revoked", async () => (await page.locator("tbody tr .badge").first().innerText()) === "revoked")
+        assert.strictEqual(await page.getByRole("button", { name: "Revoke" }).count(), 0)
+        assert.strictEqual(await page.locator("img:not(.brand img)").count(), 0)
+        await closeClean(watched)
+      })
+    }))
+
+  it.effect("TARIFF_TOO_LOW is explained as a matter of the plan, naming the plan that is needed", () =>
+    Effect.gen(function*() {
+      const { baseUrl, browser } = yield* PanelEnv
+      const school = yield* BackOffice.staffSchool("standard")
+      yield* Effect.promise(async () => {
+        const watched = await openPage(browser)
+        const { page } = watched
+        await signIn(page, baseUrl, school.emails.owner)
+        await page.getByRole("link", { name: "API keys" }).click()
+        await page.getByLabel("Name").fill("Website")
+        await page.getByRole("button", { name: "Issue key" }).click()
+        const explained = page.locator(".notice-warning")
+        await explained.getByText("API keys are not part of this school's plan.").waitFor()
+        const said = await explained.innerText()
+        assert.include(said, "Extended")
+        assert.include(said, "standard plan")
+        assert.strictEqual(await page.locator(".secret-value").count(), 0)
+        await closeClean(watched)
+      })
+    }))
+
+  it.effect("webhooks: created with its secret shown once; a test event shows delivered in the journal; edit, disable, enable, resend", () =>
+    Effect.gen(function*() {
+      const { baseUrl, browser } = yield* PanelEnv
+      const school = yield* BackOffice.staffSchool("pro")
+      const receiver = yield* Receivers.startReceiver()
+      yield* Effect.promise(async () => {
+        const watched = await openPage(browser)
+        const { page } = watched
+        await signIn(page, baseUrl, school.emails.owner)
+        await page.getByText("No webhooks yet.").waitFor()
+
+        // The server's field errors show next to the fields.
+        await page.getByRole("button", { name: "Create webhook" }).click()
+        await page.locator("[data-field='url'] .field-error:not([hidden])").waitFor()
+        await page.locator("[data-field='events'] .field-error:not([hidden])").waitFor()
+
+        await page.getByLabel("Receiver URL").fill(receiver.url)
+        await page.getByRole("checkbox", { name: /lead\.created/u }).check()
+        await page.getByRole("checkbox", { name: /payment\.received/u }).check()
+        await page.getByRole("button", { name: "Create webhook" }).click()
+        await page.getByText("Copy the secret now: it will not be shown again.").waitFor()
+        const secret = await page.locator(".secret-value").innerText()
+        assert.match(secret, /^whsec_[A-Za-z0-9+/]{43}=$/u)
+        assert.include(await page.locator("pre.code").innerText(), "standardwebhooks")
+        assert.deepStrictEqual(await page.locator("tbody tr .chips li").allInnerTexts(), ["lead.created", "payment.received"])
+        assert.strictEqual(await page.locator("tbody tr .badge").innerText(), "active")
+
+        await page.getByRole("link", { name: "Open this webhook" }).click()
+        await page.getByRole("heading", { name: /^Webhook #\d+$/u, level: 1 }).waitFor()
+        assert.strictEqual(await page.locator(".secret-value").count(), 0)
+        await page.getByText("No deliveries yet.").waitFor()
+
+        await page.getByRole("button", { name: "Send test event" }).click()
+        // The journal refreshes by itself: the delivery appears, then shows delivered.
+        await until(
+          "the test event shows delivered",
+          async () => (await page.locator("tbody tr[data-status='delivered']").count()) === 1
+        )
+        const row = page.locator("tbody tr").first()
+        assert.deepStrictEqual(
+          (await row.locator("td").allInnerTexts()).slice(0, 4),
+          ["webhook.test", "delivered", "204", "1"]
+        )
+        // The secret the panel showed verifies what the receiver got.
+        const [request] = await Effect.runPromise(receiver.waitFor(1))
+        const signed = new Webhook(secret).verify(request?.body ?? "", {
+          "webhook-id": text(request?.headers["webhook-id"]),
+          "webhook-timestamp": text(request?.headers["webhook-timestamp"]),
+          "webhook-signature": text(request?.headers["webhook-signature"])
+        })
+        assert.strictEqual(Schema.decodeUnknownSync(Schema.Struct({ event: Schema.String }))(signed).event, "webhook.test")
+
+        // One delivery: attempts and body; resend.
+        await row.getByRole("link", { name: /details/u }).click()
+        await page.getByRole("heading", { name: "Attempts" }).waitFor()
+        assert.deepStrictEqual((await page.locator("tbody tr td").allInnerTexts()).filter((cell) => cell === "204"), ["204"])
+        assert.include(await page.locator("pre.code").innerText(), "\"event\": \"webhook.test\"")
+        await page.getByRole("button", { name: "Send again" }).click()
+        await page.getByText(/Queued again as delivery #\d+, with the same body\./u).waitFor()
+        await Effect.runPromise(receiver.waitFor(2))
+        assert.strictEqual(receiver.received[1]?.body, receiver.received[0]?.body)
+        await page.getByRole("link", { name: /← Webhook #/u }).click()
+
+        // Edit: the URL and the events.
+        await page.getByRole("button", { name: "Edit" }).click()
+        await page.getByRole("checkbox", { name: /student\.created/u }).check()
+        await page.getByRole("checkbox", { name: /payment\.received/u }).uncheck()
+        await page.getByRole("button", { name: "Save" }).click()
+        await page.getByText("Saved.").waitFor()
+        assert.deepStrictEqual(await page.locator(".facts .chips li").allInnerTexts(), ["student.created", "lead.created"])
+
+        await page.getByRole("button", { name: "Disable" }).click()
+        await page.getByText(/^Disabled: nothing is sent/u).waitFor()
+        assert.strictEqual(await page.locator(".summary-head .badge").innerText(), "disabled")
+        await page.getByRole("button", { name: "Send test event" }).click()
+        await page.locator(".action-message .notice-error").waitFor()
+        await page.getByRole("button", { name: "Enable" }).click()
+        await page.getByText("Enabled: deliveries resume.").waitFor()
+        assert.strictEqual(await page.locator(".summary-head .badge").innerText(), "active")
+        await closeClean(watched)
+      })
+    }), { timeout: 60_000 })
+
+  it.effect("a failing receiver: the subscription shows problematic, the unread count rises, the notification links to it; failed deliveries sent again", () =>
+    Effect.gen(function*() {
+      const { baseUrl, browser } = yield* PanelEnv
+      const school = yield* BackOffice.staffSchool("pro")
+      const receiver = yield* Receivers.startReceiver(() => Receivers.status(500))
+      yield* Effect.promise(async () => {
+        const watched = await openPage(browser)
+        const { page } = watched
+        await signIn(page, baseUrl, school.emails.owner)
+        await page.getByLabel("Receiver URL").fill(receiver.url)
+        await page.getByRole("checkbox", { name: /lead\.created/u }).check()
+        await page.getByRole("button", { name: "Create webhook" }).click()
+        await page.getByRole("link", { name: "Open this webhook" }).click()
+        assert.strictEqual(await unreadCount(page), 0)
+
+        await page.getByRole("button", { name: "Send test event" }).click()
+        // 4 attempts 100 ms apart, all 500: failed; the page (refreshing by itself) shows it.
+        await until("the delivery shows failed", async () => (await page.locator("tbody tr[data-status='failed']").count()) === 1)
+        await until("the subscription shows problematic", async () => (await page.locator(".summary-head .badge").innerText()) === "problematic")
+        assert.deepStrictEqual(
+          (await page.locator("tbody tr").first().locator("td").allInnerTexts()).slice(0, 4),
+          ["webhook.test", "failed", "500", "4"]
+        )
+        await page.getByText("Deliveries to this receiver keep failing.").waitFor()
+        await until("the unread count rises", async () => (await unreadCount(page)) === 1)
+
+        await page.getByRole("link", { name: /Notifications/u }).click()
+        const notification = page.locator(".notification.unread")
+        await notification.waitFor()
+        assert.strictEqual(await notification.locator(".notification-kind").innerText(), "Webhook failing")
+        await notification.getByRole("link", { name: /Open webhook #\d+/u }).click()
+        await page.getByRole("heading", { name: /^Webhook #\d+$/u, level: 1 }).waitFor()
+        assert.strictEqual(await page.locator(".summary-head .badge").innerText(), "problematic")
+
+        // The receiver is fixed: send the failed deliveries again.
+        receiver.setBehaviour(() => Receivers.ok)
+        await page.getByRole("button", { name: "Send again" }).click()
+        await page.getByText("1 delivery is queued again.").waitFor()
+        await until("the resent delivery shows delivered", async () => (await page.locator("tbody tr[data-status='delivered']").count()) === 1)
+
+        await page.getByRole("link", { name: /Notifications/u }).click()
+        await page.getByRole("button", { name: "Mark as read" }).click()
+        await until("the unread count falls", async () => (await unreadCount(page)) === 0)
+        await page.getByText("Everything is read.").waitFor()
+        await closeClean(watched)
+      })
+    }), { timeout: 60_000 })
+
+  it.effect("a manager: leads and notifications only, a lead move shows its task, a webhook page answers the role's refusal; hostile names are text", () =>
+    Effect.gen(function*() {
+      const { baseUrl, browser } = yield* PanelEnv
+      const school = yield* BackOffice.staffSchool("pro")
+      // A webhook whose stored URL holds the markup (the API itself percent-encodes such a URL).
+      yield* subscription(school.schoolId, `http://127.0.0.1:9/${XSS}`, ["lead.created"])
+      yield* Effect.promise(async () => {
+        const owner = await crmAs(baseUrl, school.emails.owner)
+        const funnel = Schema.decodeUnknownSync(Schema.Struct({ id: Schema.Int }))(
+          await owner.post("/funnels", {
+            name: "Courses",
+            statuses: [{ name: "New", priority: 10 }, { name: "Trial booked", priority: 20, auto_task_title: `Call ${XSS}` }]
+          })
+        )
+        await owner.post("/leads", { phone: "+7 999 123-45-67", name: XSS, funnel_id: funnel.id, responsible_id: school.ids.manager })
+
+        const watched = await openPage(browser)
+        const { page } = watched
+        await signIn(page, baseUrl, school.emails.manager)
+        assert.deepStrictEqual(await tabs(page), ["Leads", "Notifications"])
+        await page.getByRole("heading", { name: "Leads", level: 1 }).waitFor()
+        const row = page.locator("tbody tr").first()
+        await row.waitFor()
+        assert.strictEqual(await row.locator("td").first().innerText(), XSS)
+
+        await row.getByRole("combobox").selectOption({ label: "Trial booked" })
+        await row.getByRole("button", { name: "Move" }).click()
+        await page.getByText(`Moved “${XSS}” to “Trial booked”.`).waitFor()
+        await page.getByText(`Task created: “Call ${XSS}”, assigned to Maria Manager (you).`).waitFor()
+        await until("the task notification is counted", async () => (await unreadCount(page)) === 1)
+        await page.getByRole("link", { name: /Notifications/u }).click()
+        assert.include(await page.locator(".notification-message").innerText(), XSS)
+
+        // Not offered, and refused by the server when reached anyway.
+        await page.goto(`${baseUrl}/crm#/webhooks`)
+        await page.getByText("Not available for your role.").waitFor()
+        assert.strictEqual(await page.getByRole("button", { name: "Create webhook" }).count(), 0)
+        await page.goto(`${baseUrl}/crm#/keys`)
+        await page.getByText("Not available for your role.").waitFor()
+        assert.strictEqual(await page.locator("img:not(.brand img)").count(), 0)
+        await closeClean(watched)
+
+        // The owner sees the stored URL as those characters.
+        const ownerPage = await openPage(browser)
+        await signIn(ownerPage.page, baseUrl, school.emails.owner)
+        const link = ownerPage.page.locator("tbody tr a.url")
+        assert.strictEqual(await link.innerText(), `http://127.0.0.1:9/${XSS}`)
+        await link.click()
+        assert.strictEqual(await ownerPage.page.locator(".facts .url").innerText(), `http://127.0.0.1:9/${XSS}`)
+        assert.strictEqual(await ownerPage.page.locator("img:not(.brand img)").count(), 0)
+        await closeClean(ownerPage)
+
+        // A teacher has the notifications only.
+        const teacher = await openPage(browser)
+        await signIn(teacher.page, baseUrl, school.emails.teacher)
+        assert.deepStrictEqual(await tabs(teacher.page), ["Notifications"])
+        await teacher.page.getByRole("heading", { name: "Notifications", level: 1 }).waitFor()
+        await teacher.page.getByText("No notifications.").waitFor()
+        await closeClean(teacher)
+      })
+    }), { timeout: 60_000 })
+})
