@@ -162,10 +162,19 @@ export const crmAs = async (baseUrl: string, email: string) => {
       ...(body === undefined ? {} : { body })
     }))
   return {
+    get: async (path: string) => {
+      const reply = await send("GET", path)
+      assert.strictEqual(reply.status, 200, reply.text)
+      return Schema.decodeUnknownSync(Schema.Struct({ data: Schema.Unknown }))(reply.json).data
+    },
     post: async (path: string, body?: unknown) => {
       const reply = await send("POST", path, body)
       assert.isTrue(reply.status >= 200 && reply.status < 300, reply.text)
       return Schema.decodeUnknownSync(Schema.Struct({ data: Schema.Unknown }))(reply.json).data
+    },
+    delete: async (path: string) => {
+      const reply = await send("DELETE", path)
+      assert.strictEqual(reply.status, 200, reply.text)
     }
   }
 }
