@@ -47,9 +47,15 @@ layer(Env, { excludeTestServices: true, timeout: 120_000 })("web panel", (it) =>
         await page.getByText("Too many failed sign-ins.").waitFor()
         assert.match(await page.locator(".notice-error").innerText(), /Wait \d+ seconds? and try again/u)
 
+        // By keyboard alone: Tab moves from field to field to the button, which shows where focus is.
         await page.getByLabel("E-mail").fill(school.emails.owner)
-        await page.getByLabel("Password").fill(BackOffice.PASSWORD)
-        await page.getByRole("button", { name: "Sign in" }).click()
+        await page.keyboard.press("Tab")
+        assert.strictEqual(await page.evaluate<string>("document.activeElement.name"), "password")
+        await page.keyboard.type(BackOffice.PASSWORD)
+        await page.keyboard.press("Tab")
+        assert.strictEqual(await page.evaluate<string>("document.activeElement.textContent"), "Sign in")
+        assert.strictEqual(await page.evaluate<string>("getComputedStyle(document.activeElement).outlineStyle"), "solid")
+        await page.keyboard.press("Enter")
         await page.locator("#sign-out").waitFor()
         assert.strictEqual(await page.locator(".who-name").innerText(), "Olga Owner")
         assert.strictEqual(await page.locator(".who-role").innerText(), "owner")

@@ -273,6 +273,7 @@ export const renderDelivery = async (context) => {
   const content = h("div", {}, loading())
   const message = h("div", { class: "action-message", "aria-live": "polite" })
   replace(view, back, h("h1", {}, `Delivery #${deliveryId}`), message, content)
+  let shown = ""
 
   const refresh = autoRefresh(context, async () => {
     const reply = await Api.delivery(id, deliveryId)
@@ -282,6 +283,11 @@ export const renderDelivery = async (context) => {
       return false
     }
     const entry = reply.data
+    const again = entry.status === "pending"
+    // Drawn again only when something changed, so focus and selection stay while it refreshes.
+    const key = JSON.stringify(entry)
+    if (key === shown) return again
+    shown = key
     const body = entry.body === null ? null : prettyJson(entry.body)
     replace(
       content,
@@ -343,7 +349,7 @@ export const renderDelivery = async (context) => {
         body === null ? empty("The body is written at the first attempt.") : h("pre", { class: "code" }, h("code", {}, body))
       )
     )
-    return entry.status === "pending"
+    return again
   })
   await refresh.now()
 }
