@@ -86,7 +86,7 @@ const mark = () => {
 }
 
 const send = async (delivery: Claimed) => {
-  const body = delivery.body ?? ""
+  const body = delivery.body
   const secret = WebhookSecret.decrypt(keys, delivery.secret_ciphertext)
   if (Result.isFailure(secret)) throw new Error(secret.failure)
   const outcome = await Receiver.post({

@@ -15,6 +15,7 @@
  *   last delivery.
  */
 import { assert, layer } from "@effect/vitest"
+import * as Signature from "@school/domain/WebhookSignature"
 import { DeliveryQueue } from "@school/persistence/DeliveryQueue"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -93,7 +94,21 @@ layer(Env, { excludeTestServices: true })("the delivery queue", (it) => {
       assert.strictEqual(bySub(first, off.id), 0)
       // First attempts before the old retry.
       assert.isTrue(first.filter((row) => row.subscription_id === busy.id).every((row) => row.attempt === 1))
-      assert.isTrue(first.every((row) => row.body === null && row.payload !== null))
+      // The claim stored each first attempt's body, spelled as WebhookSignature.deliveryBody spells it:
+      // the payload's stored text spliced in, the claim's time as the API writes times.
+      const payloads = yield* sql<{ id: number; payload: string; body: string | null }>`
+        SELECT d.id::float8 AS id, e.payload::text AS payload, d.body FROM webhook_deliveries d
+        JOIN outbox_events e ON e.school_id = d.school_id AND e.id = d.event_id WHERE d.school_id = ${schoolId}`
+      for (const row of first) {
+        const stored = payloads.find((p) => p.id === row.id)
+        const timestamp = String((JSON.parse(row.body) as { timestamp: unknown }).timestamp)
+        assert.match(timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/)
+        assert.strictEqual(
+          row.body,
+          Signature.deliveryBody({ event: "lead.created", accountId: schoolId, payloadJson: stored?.payload ?? "", timestamp })
+        )
+        assert.strictEqual(stored?.body, row.body, "stored before it is sent")
+      }
       // Busy is at its cap while the leases live: nothing more.
       assert.strictEqual((yield* queue.claim(claimOptions)).length, 0)
 
@@ -106,6 +121,7 @@ layer(Env, { excludeTestServices: true })("the delivery queue", (it) => {
                  WHERE school_id = ${schoolId} AND status = 'pending' AND lease_until IS NULL`
       const taken = yield* queue.claim(claimOptions)
       assert.deepStrictEqual(taken.map((row) => row.id), [expired?.id])
+      assert.strictEqual(taken[0]?.body, expired?.body, "the body is built once: a takeover sends the same bytes")
       yield* sql`UPDATE webhook_deliveries SET next_attempt_at = next_attempt_at - interval '1 day'
                  WHERE school_id = ${schoolId} AND status = 'pending' AND lease_until IS NULL`
       const stale = yield* queue.record([{

@@ -12,9 +12,10 @@
  *    subscription, first attempts first; with attempts in flight, once half
  *    the slots are free), each leased for WEBHOOK_TIMEOUT + a
  *    margin.
- * 3. A first attempt builds the body (`timestamp` = now) and stores it
- *    before anything is sent; every attempt signs the stored bytes with its
- *    own `webhook-timestamp` and POSTs them (apps/dispatcher/src/Receiver.ts).
+ * 3. The claim of a first attempt builds the body (`timestamp` = now) and
+ *    stores it before anything is sent; every attempt signs the stored bytes
+ *    with its own `webhook-timestamp` and POSTs them
+ *    (apps/dispatcher/src/Receiver.ts).
  * 4. The results are recorded in batches: the journal, the next attempt time
  *    from the retry plan (one `Schedule`, libs/domain/src/RetryPlan.ts), the
  *    subscription's transitions and notifications.
@@ -251,34 +252,12 @@ const make = (options: DispatcherOptions) =>
         Effect.uninterruptible
       )
 
-    /** Stores the first attempts' bodies, then starts every attempt. */
+    /** Starts every claimed attempt (the claim stored each first attempt's body). */
     const start = (claimed: ReadonlyArray<Claimed>) =>
-      Effect.gen(function*() {
-        const timestamp = new Date().toISOString()
-        const fresh = claimed.flatMap((delivery) =>
-          delivery.body === null
-            ? [{
-              schoolId: delivery.school_id,
-              id: delivery.id,
-              body: Signature.deliveryBody({
-                event: delivery.event,
-                accountId: delivery.school_id,
-                // The claim returns the payload whenever the body is still to be built.
-                payloadJson: delivery.payload ?? "{}",
-                timestamp
-              })
-            }]
-            : []
-        )
-        const stored = yield* queue.storeBodies(fresh)
-        const bodyOf = new Map(fresh.map((entry, i) => [entry.id, stored[i] ?? entry.body]))
-        for (const delivery of claimed) {
-          const body = delivery.body ?? bodyOf.get(delivery.id)
-          if (body === undefined) continue
-          inFlight++
-          yield* FiberSet.run(senders, attempt(delivery, body))
-        }
-      })
+      Effect.forEach(claimed, (delivery) => {
+        inFlight++
+        return FiberSet.run(senders, attempt(delivery, delivery.body))
+      }, { discard: true })
 
     // -- The loop ------------------------------------------------------------
     /**

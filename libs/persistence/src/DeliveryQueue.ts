@@ -11,14 +11,15 @@
  *   An event no subscription takes is deleted there and then (the outbox is a
  *   queue, not an archive).
  * - `claim`: due deliveries, `FOR UPDATE SKIP LOCKED`, each leased
- *   (`lease_until`) for a little longer than WEBHOOK_TIMEOUT. The claim walks
+ *   (`lease_until`) for a little longer than WEBHOOK_TIMEOUT, and a first
+ *   attempt's body built and stored by the same `UPDATE`, before anything is
+ *   sent (so a crash after sending cannot produce a second, different body;
+ *   one row version per claim, not two). The claim walks
  *   the subscriptions that have pending work and takes from each at most
  *   what its in-flight cap leaves (`perSubscription` minus its live
  *   leases), first attempts before retries, oldest first, so a receiver with
  *   a backlog cannot hold every slot nor hide another's work. Deliveries of
  *   a disabled subscription are not claimed.
- * - `storeBodies`: the body of each first attempt, stored before it is sent
- *   (a crash after sending cannot produce a second, different body).
  * - `record`: the attempts (journal rows), each delivery's next state
  *   (`delivered`, `failed`, or pending again at now + the retry plan's
  *   pause) and its lease cleared, only where the lease is still the one the
@@ -54,10 +55,8 @@ export const Claimed = Schema.Struct({
   attempt: Schema.Int,
   /** The lease the claim gave, as PostgreSQL spells it: the token `record` checks. */
   lease: Schema.String,
-  /** The stored body; null until the first attempt stores it. */
-  body: Schema.NullOr(Schema.String),
-  /** The event's payload as stored (JSON text), when the body is still to be built. */
-  payload: Schema.NullOr(Schema.String),
+  /** The stored body (built by the claim of the first attempt): every attempt sends these bytes. */
+  body: Schema.String,
   url: Schema.String,
   secret_ciphertext: Schema.Uint8Array
 })
@@ -136,10 +135,6 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
   /** Fans out up to `limit` events: how many events and how many deliveries. */
   fanOut(limit: number): Effect.Effect<{ readonly events: number; readonly deliveries: number }, SqlError.SqlError>
   claim(options: ClaimOptions): Effect.Effect<ReadonlyArray<Claimed>, SqlError.SqlError>
-  /** Stores each first attempt's body unless one is stored: the bodies to send, in order. */
-  storeBodies(
-    bodies: ReadonlyArray<{ readonly schoolId: number; readonly id: number; readonly body: string }>
-  ): Effect.Effect<ReadonlyArray<string>, SqlError.SqlError>
   record(attempts: ReadonlyArray<AttemptRecord>): Effect.Effect<Recorded, SqlError.SqlError>
   release(leases: ReadonlyArray<{ readonly schoolId: number; readonly id: number; readonly lease: string }>): Effect.Effect<number, SqlError.SqlError>
   /** Milliseconds until the next pending delivery falls due (None: nothing waits), at most `cap`. */
@@ -267,43 +262,22 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
             LIMIT ${options.limit}
           )
           UPDATE webhook_deliveries d
-          SET lease_until = now() + ${options.leaseMs}::int * interval '1 millisecond'
+          SET lease_until = now() + ${options.leaseMs}::int * interval '1 millisecond',
+              -- The body as libs/domain/src/WebhookSignature.ts deliveryBody spells it, built once:
+              -- the payload's stored JSON text spliced in unchanged (exact numbers), the first
+              -- attempt's time as the API writes times (api_ts: microseconds, Z).
+              body = coalesce(d.body,
+                '{"event":' || to_json(d.event)::text || ',"account_id":' || d.school_id::text ||
+                ',"payload":' || e.payload::text || ',"timestamp":' || to_json(api_ts(now()))::text || '}')
           FROM picked p, webhook_subscriptions w, outbox_events e
           WHERE d.school_id = p.school_id AND d.id = p.id
             AND w.school_id = d.school_id AND w.id = d.subscription_id
             AND e.school_id = d.school_id AND e.id = d.event_id
           RETURNING d.school_id, d.id::float8 AS id, d.subscription_id, d.event, d.attempts + 1 AS attempt,
             d.lease_until::text AS lease, d.body,
-            CASE WHEN d.body IS NULL THEN e.payload::text END AS payload,
             w.url, w.secret_ciphertext`.pipe(
           Effect.flatMap((rows) => Effect.orDie(decodeClaimed(rows)))
         )
-
-      const storeBodies = (
-        bodies: ReadonlyArray<{ readonly schoolId: number; readonly id: number; readonly body: string }>
-      ) =>
-        bodies.length === 0
-          ? Effect.succeed([])
-          : sql`
-              WITH b AS (
-                SELECT * FROM unnest(${bodies.map((b) => b.schoolId)}::int[], ${bodies.map((b) => b.id)}::int8[],
-                                     ${bodies.map((b) => b.body)}::text[]) WITH ORDINALITY AS b(school_id, id, body, n)
-              ), stored AS (
-                UPDATE webhook_deliveries d SET body = b.body
-                FROM b WHERE d.school_id = b.school_id AND d.id = b.id AND d.body IS NULL
-                RETURNING d.school_id, d.id, d.body
-              )
-              -- The body to send: ours if we stored it, else the one already there.
-              SELECT coalesce(s.body, d.body, b.body) AS body
-              FROM b
-              LEFT JOIN stored s ON s.school_id = b.school_id AND s.id = b.id
-              LEFT JOIN webhook_deliveries d ON d.school_id = b.school_id AND d.id = b.id
-              ORDER BY b.n`.pipe(
-            Effect.flatMap((rows) =>
-              Effect.orDie(Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ body: Schema.String })))(rows))
-            ),
-            Effect.map((rows) => rows.map((row) => row.body))
-          )
 
       const record = (attempts: ReadonlyArray<AttemptRecord>) =>
         attempts.length === 0
@@ -445,7 +419,7 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
           Effect.flatMap(single)
         )
 
-      return DeliveryQueue.of({ fanOut, claim, storeBodies, record, release, nextDue, purge, wakeups })
+      return DeliveryQueue.of({ fanOut, claim, record, release, nextDue, purge, wakeups })
     })
   )
 }
