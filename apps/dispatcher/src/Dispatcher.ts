@@ -3,11 +3,14 @@
  * docs/decisions.md "Webhooks"; docs/development.md "apps/dispatcher"). Its
  * SQL is libs/persistence/src/DeliveryQueue.ts; here is the order of things:
  *
- * 1. Wake on the outbox's NOTIFY, on a finished attempt, when the next
- *    pending delivery falls due, and at least every POLL_INTERVAL (1 s):
- *    the safety net for a missed notification or a lost listen connection.
- * 2. Fan out a batch of new events (the next pass follows at once while
- *    more remain), then claim due deliveries for the free slots
+ * 1. The fan-out, a loop of its own, wakes on the outbox's NOTIFY and at
+ *    least every POLL_INTERVAL (1 s: the safety net for a missed
+ *    notification or a lost listen connection), and turns new events into
+ *    deliveries in batches (the next batch follows at once while more
+ *    remain).
+ * 2. The claim loop wakes when the fan-out made deliveries, when attempts
+ *    were recorded, when the next pending delivery falls due, and at least
+ *    every POLL_INTERVAL, and claims due deliveries for the free slots
  *    (DISPATCHER_CONCURRENCY in all, DISPATCHER_PER_SUBSCRIPTION per
  *    subscription, first attempts first; with attempts in flight, once half
  *    the slots are free), each leased for WEBHOOK_TIMEOUT + a
@@ -133,11 +136,21 @@ const make = (options: DispatcherOptions) =>
       return Effect.logInfo("dispatcher: the database answers again; resuming")
     })
 
-    // One pending wake-up at most: more would only repeat the same cycle.
-    const wakeups = yield* Queue.sliding<void>(1)
+    // One pending wake-up at most per loop: more would only repeat the same pass.
+    /** Wakes the claim loop: deliveries were made, attempts were recorded. */
+    const claimWakeups = yield* Queue.sliding<void>(1)
     const wake = Effect.sync(() => {
-      Queue.offerUnsafe(wakeups, undefined)
+      Queue.offerUnsafe(claimWakeups, undefined)
     })
+    /** Wakes the fan-out: the outbox's NOTIFY. */
+    const fanOutWakeups = yield* Queue.sliding<void>(1)
+    const wakeFanOut = Effect.sync(() => {
+      Queue.offerUnsafe(fanOutWakeups, undefined)
+    })
+
+    /** A loop outlives a defect of one pass (logged; the next pass comes after the poll interval). */
+    const loopDefect = (step: string) => (defect: unknown) =>
+      Effect.logError("dispatcher: a pass failed unexpectedly; going on", { step, defect: String(defect) })
 
     // -- Recording ---------------------------------------------------------
     const results = yield* Queue.unbounded<AttemptRecord>()
@@ -177,7 +190,10 @@ const make = (options: DispatcherOptions) =>
     )
 
     yield* Effect.forkScoped(Effect.forever(
-      Queue.takeBetween(results, 1, RECORD_BATCH).pipe(Effect.flatMap(recordBatch))
+      Queue.takeBetween(results, 1, RECORD_BATCH).pipe(
+        Effect.flatMap(recordBatch),
+        Effect.catchDefect((defect) => loopDefect("record")(defect))
+      )
     ))
 
     // -- Sending -----------------------------------------------------------
@@ -292,32 +308,42 @@ const make = (options: DispatcherOptions) =>
       )
     })
 
+    /** Sleeps `ms`, or less when `wakeups` has a wake-up. */
+    const sleepOrWake = (wakeups: Queue.Queue<void>, ms: number) =>
+      Effect.raceFirst(Queue.take(wakeups), Effect.sleep(Duration.millis(ms)))
+
     /**
-     * One pass: one batch of new events fanned out, then the claims; how long
-     * to wait before the next pass unless woken (none while events remain to
-     * fan out, so a burst of events is sent while it is still being fanned
-     * out rather than after).
+     * The claim loop: claims, then waits until a wake-up (deliveries made,
+     * attempts recorded), the next pending delivery falling due, the end of
+     * a gathering, or the poll.
      */
-    const cycle = Effect.gen(function*() {
-      const fanned = yield* queue.fanOut(FAN_OUT_BATCH)
+    const claimPass = Effect.gen(function*() {
       yield* claimAll
       yield* databaseAnswered
-      if (fanned.events === FAN_OUT_BATCH) return 0
       const due = yield* queue.nextDue(pollMs)
       return Math.max(5, Math.min(pollMs, due ?? pollMs, gathering ? CLAIM_GATHER_MS : pollMs))
     }).pipe(
-      Effect.catch((error) => Effect.as(databaseFailed("claim")(error), pollMs))
+      Effect.catch((error) => Effect.as(databaseFailed("claim")(error), pollMs)),
+      Effect.catchDefect((defect) => Effect.as(loopDefect("claim")(defect), pollMs))
     )
+    const claimLoop = Effect.forever(Effect.flatMap(claimPass, (waitMs) => sleepOrWake(claimWakeups, waitMs)))
 
-    const loop = Effect.forever(
-      cycle.pipe(
-        Effect.flatMap((waitMs) =>
-          waitMs === 0 ? Effect.void : Effect.raceFirst(
-            Queue.take(wakeups),
-            Effect.sleep(Duration.millis(waitMs))
-          )
-        )
-      )
+    /**
+     * The fan-out, a loop of its own beside the claims (a batch of 500 events
+     * takes tens of milliseconds; in the claim loop it held every claim back
+     * for as long): batches while a batch comes back full, waking the claim
+     * loop after each that made deliveries; then it waits for the outbox's
+     * NOTIFY or the poll.
+     */
+    const fanOutPass: Effect.Effect<number> = queue.fanOut(FAN_OUT_BATCH).pipe(
+      Effect.tap((fanned) => fanned.deliveries > 0 ? wake : Effect.void),
+      Effect.tap(() => databaseAnswered),
+      Effect.map((fanned) => fanned.events === FAN_OUT_BATCH ? 0 : pollMs),
+      Effect.catch((error) => Effect.as(databaseFailed("fan-out")(error), pollMs)),
+      Effect.catchDefect((defect) => Effect.as(loopDefect("fan-out")(defect), pollMs))
+    )
+    const fanOutLoop = Effect.forever(
+      Effect.flatMap(fanOutPass, (waitMs) => waitMs === 0 ? Effect.void : sleepOrWake(fanOutWakeups, waitMs))
     )
 
     // -- LISTEN ----------------------------------------------------------------
@@ -325,8 +351,8 @@ const make = (options: DispatcherOptions) =>
       queue.wakeups.pipe(
         Effect.tap(() => Effect.logDebug("dispatcher: listening to the outbox")),
         // A notification that arrived while the connection was down is caught by the next cycle.
-        Effect.tap(() => wake),
-        Effect.flatMap((stream) => Stream.runForEach(stream, () => wake))
+        Effect.tap(() => wakeFanOut),
+        Effect.flatMap((stream) => Stream.runForEach(stream, () => wakeFanOut))
       )
     ).pipe(
       Effect.catch((error) => Effect.logWarning("dispatcher: the outbox listen connection was lost; polling meanwhile", { error: describe(error) })),
@@ -360,7 +386,8 @@ const make = (options: DispatcherOptions) =>
 
     // Forked last, so a stop interrupts them first (then the senders finish, then the recorder).
     yield* Effect.forkScoped(listen)
-    yield* Effect.forkScoped(loop)
+    yield* Effect.forkScoped(fanOutLoop)
+    yield* Effect.forkScoped(claimLoop)
     yield* Effect.forkScoped(Effect.andThen(Effect.sleep("2 seconds"), purge))
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
