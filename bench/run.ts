@@ -21,7 +21,7 @@ import * as Database from "./lib/Database.ts"
 import * as Datasets from "./lib/Datasets.ts"
 import { runScenario, type ScenarioResult } from "./lib/Harness.ts"
 import * as Machine from "./lib/Machine.ts"
-import { API_MAIN, PACKAGE_JSON, REPO_ROOT, RESULTS_DIR } from "./lib/Paths.ts"
+import { API_MAIN, REPO_ROOT, RESULTS_DIR, scriptNodeFlags } from "./lib/Paths.ts"
 import * as Processes from "./lib/Processes.ts"
 import * as Report from "./lib/Report.ts"
 import type { DatasetName, RunSettings, ScenarioContext, Starters, Target } from "./lib/Scenario.ts"
@@ -48,16 +48,6 @@ const commit = (): string => {
   } catch {
     return "unknown"
   }
-}
-
-/**
- * The Node flags `npm run start:api` gives the API (`node <flags> apps/api/src/main.ts`),
- * so the bench runs the API the way it is deployed.
- */
-const apiNodeFlags = (): ReadonlyArray<string> => {
-  const scripts: Record<string, string> = JSON.parse(Fs.readFileSync(PACKAGE_JSON, "utf8")).scripts ?? {}
-  const match = /^node\s+(.*?)\s*apps\/api\/src\/main\.ts$/.exec(scripts["start:api"]?.trim() ?? "")
-  return match?.[1] === undefined || match[1] === "" ? [] : match[1].split(/\s+/)
 }
 
 const program = Effect.gen(function*() {
@@ -127,7 +117,7 @@ const program = Effect.gen(function*() {
     const server = serverWith([])
     return {
       api: (env) =>
-        serverWith(apiNodeFlags())("api", API_MAIN, { readyPath: "/health/live", ...(env === undefined ? {} : { env }) }),
+        serverWith(scriptNodeFlags("start:api", "apps/api/src/main.ts"))("api", API_MAIN, { readyPath: "/health/live", ...(env === undefined ? {} : { env }) }),
       server,
       loop: (name, script, env) =>
         Effect.map(

@@ -1,4 +1,5 @@
 /** Where the scripts the bench starts live (absolute, whatever the working directory). */
+import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 
 const at = (relative: string) => fileURLToPath(new URL(relative, import.meta.url))
@@ -15,3 +16,14 @@ export const GRAPHILE_WORKER = at("../peer/graphile-worker.ts")
 export const BARE_DISPATCH = at("../anchors/bare-dispatch.ts")
 export const FULL_MIDDLEWARE = at("../servers/full-middleware.ts")
 export const RESULTS_DIR = at("../results/")
+
+/**
+ * The Node flags an npm script gives its entry point (`[exec] node <flags> <main>`), so the
+ * bench runs a process the way `npm run <script>` (and the container) runs it.
+ */
+export const scriptNodeFlags = (script: string, main: string): ReadonlyArray<string> => {
+  const scripts: Record<string, string> = JSON.parse(readFileSync(PACKAGE_JSON, "utf8")).scripts ?? {}
+  const words = (scripts[script] ?? "").trim().split(/\s+/).filter((word) => word !== "exec")
+  const mainAt = words.indexOf(main)
+  return words[0] === "node" && mainAt > 0 ? words.slice(1, mainAt) : []
+}
