@@ -34,11 +34,15 @@ import { startApi, startDispatcher } from "../support/Processes.ts"
 import { type Received, startReceiver } from "../support/Receivers.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
 
-/** Both processes: loopback receivers allowed, short pauses and time-out (no retry is expected here). */
+/**
+ * Both processes: loopback receivers allowed, short pauses (no retry is expected here), and a
+ * time-out no loaded CI machine reaches with a receiver on loopback (this test is not about
+ * time-outs; test/dispatcher/failures.test.ts is).
+ */
 const SETTINGS = {
   WEBHOOK_ALLOW_INSECURE_URLS: "true",
   WEBHOOK_RETRY_DELAYS: "100ms,200ms,300ms",
-  WEBHOOK_TIMEOUT: "1s"
+  WEBHOOK_TIMEOUT: "5s"
 }
 
 const CATALOG = ["student.created", "lead.created", "group.enrolled", "lesson.completed", "payment.received"] as const
@@ -172,7 +176,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("back-office events end
       const { schoolId, filialId } = school
       const receiver = yield* startReceiver()
       const port = yield* freePort
-      yield* Effect.all([startApi(database.url, port, SETTINGS), startDispatcher(database.url, SETTINGS)], {
+      const [, dispatcher] = yield* Effect.all([startApi(database.url, port, SETTINGS), startDispatcher(database.url, SETTINGS)], {
         concurrency: 2
       })
 
@@ -199,7 +203,19 @@ layer(TestDatabase.layer, { excludeTestServices: true })("back-office events end
       const next = (event: Events.EventName) =>
         Effect.gen(function*() {
           const count = receiver.received.length
-          const all = yield* receiver.waitFor(count + 1, 10_000)
+          const all = yield* receiver.waitFor(count + 1, 10_000).pipe(
+            // An arrival that does not come: what the outbox, the journal and the dispatcher say, for the report.
+            Effect.onExit((exit) =>
+              exit._tag === "Success" ? Effect.void : Effect.gen(function*() {
+                const outbox = yield* sql`SELECT id, event, fanned_out_at FROM outbox_events WHERE school_id = ${schoolId} ORDER BY id`
+                const journal = yield* sql`
+                  SELECT d.id, d.event, d.status, d.attempts, d.lease_until, d.next_attempt_at, a.error, a.response_code
+                  FROM webhook_deliveries d LEFT JOIN webhook_attempts a ON a.school_id = d.school_id AND a.delivery_id = d.id
+                  WHERE d.school_id = ${schoolId} ORDER BY d.id, a.attempt`
+                yield* Effect.logError("arrival missing", { event, count, outbox, journal, dispatcherLog: dispatcher.log() })
+              }).pipe(Effect.orDie)
+            )
+          )
           const request = all[count]
           if (request === undefined) return yield* Effect.die(new Error("no arrival"))
           return arrival(request, event, schoolId, subscription.secret)
