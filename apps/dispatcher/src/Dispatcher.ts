@@ -76,8 +76,8 @@ const PURGE_BATCH = 500
 const JOURNAL_KEEP = 50
 
 /**
- * The lease of a claimed delivery: the time-out plus a margin for storing
- * the body before and recording the attempt after, so a live dispatcher
+ * The lease of a claimed delivery: the time-out plus a margin for starting
+ * the attempt and recording it after, so a live dispatcher
  * never loses a lease it is using and a dead one's work is taken over soon.
  */
 export const leaseOf = (timeout: Duration.Duration): Duration.Duration => {
