@@ -199,10 +199,15 @@ layer(TestDatabase.layer, { excludeTestServices: true })("back-office events end
       const get = (path: string): Effect.Effect<RawReply> =>
         api.request(`${BackOffice.CRM}${path}`, { headers: { authorization: `Session ${token}` } }).pipe(Effect.orDie)
 
-      /** The next arrival (the count so far plus one), checked as `event`. */
+      /** Arrivals taken by `next` so far. */
+      let arrived = 0
+      /** The next arrival (the arrivals taken so far plus one), checked as `event`. */
       const next = (event: Events.EventName) =>
         Effect.gen(function*() {
-          const count = receiver.received.length
+          // Counted, not read from the receiver when called: an arrival can come before the action's own
+          // answer has reached this test (both are answered on this process's one event loop).
+          const count = arrived
+          arrived += 1
           const all = yield* receiver.waitFor(count + 1, 10_000).pipe(
             // An arrival that does not come: what the outbox, the journal and the dispatcher say, for the report.
             Effect.onExit((exit) =>
