@@ -262,39 +262,86 @@ const make = (options: DispatcherOptions) =>
         }
         yield* Queue.offer(results, yield* toRecord(delivery, at, outcome))
       }).pipe(
-        Effect.ensuring(Effect.sync(() => {
+        // The slot goes to the next claimed delivery at once; the claim loop refills behind
+        // (woken when the attempts are recorded).
+        Effect.ensuring(Effect.suspend(() => {
           inFlight--
+          return startWaiting
         })),
         Effect.uninterruptible
       )
 
-    /** Starts every claimed attempt (the claim stored each first attempt's body). */
-    const start = (claimed: ReadonlyArray<Claimed>) =>
-      Effect.forEach(claimed, (delivery) => {
+    /**
+     * Claimed deliveries waiting for a slot, oldest claim first. The claim
+     * loop claims ahead (up to DISPATCHER_CONCURRENCY beyond the attempts in
+     * flight), so a finished attempt's slot is taken at once and a claim's
+     * round trip overlaps the attempts instead of leaving every slot idle
+     * while it runs (docs/performance.md "Webhook dispatcher"). Each waits
+     * at most AHEAD_MAX_WAIT: a delivery that waited longer (every slot held
+     * by receivers that hang) is given back, so no attempt starts on a lease
+     * too short to cover its time-out.
+     */
+    const ahead: Array<{ readonly delivery: Claimed; readonly claimedAt: number }> = []
+    const claimAhead = options.concurrency
+    const aheadMaxWaitMs = Math.max(500, (leaseMs - timeoutMs) / 2)
+
+    /** Starts waiting deliveries while slots are free; gives back those that waited too long. */
+    const startWaiting: Effect.Effect<void> = Effect.suspend(() => {
+      const stale: Array<Claimed> = []
+      const now = Date.now()
+      const starts: Array<Effect.Effect<unknown>> = []
+      while (!stopping && inFlight < options.concurrency && ahead.length > 0) {
+        const next = ahead.shift()
+        if (next === undefined) break
+        if (now - next.claimedAt > aheadMaxWaitMs) {
+          stale.push(next.delivery)
+          continue
+        }
         inFlight++
-        return FiberSet.run(senders, attempt(delivery, delivery.body))
-      }, { discard: true })
+        starts.push(FiberSet.run(senders, attempt(next.delivery, next.delivery.body)))
+      }
+      return Effect.andThen(Effect.all(starts, { discard: true }), giveBack(stale))
+    })
+
+    /** Clears the leases of claimed deliveries that will not be sent by this process now. */
+    const giveBack = (deliveries: ReadonlyArray<Claimed>): Effect.Effect<void> =>
+      deliveries.length === 0 ? Effect.void : queue.release(deliveries.map((d) => ({ schoolId: d.school_id, id: d.id, lease: d.lease }))).pipe(
+        Effect.catch((error) => databaseFailed("release")(error)),
+        Effect.asVoid
+      )
+
+    /** Queues claimed deliveries (the claim stored each first attempt's body) and starts what the slots allow. */
+    const start = (claimed: ReadonlyArray<Claimed>) =>
+      Effect.suspend(() => {
+        // A claim that returns after the stop began: its leases go straight back.
+        if (stopping) return giveBack(claimed)
+        const claimedAt = Date.now()
+        for (const delivery of claimed) ahead.push({ delivery, claimedAt })
+        return startWaiting
+      })
 
     // -- The loop ------------------------------------------------------------
     /**
-     * With attempts in flight, a claim gathers: it waits until half the slots
-     * are free, or CLAIM_GATHER after the last claim, whichever comes first.
-     * Every claim walks the subscriptions with pending work (and, until a
-     * vacuum, the index entries of work just done), so claiming a slot at a
-     * time as attempts finish would cost a claim per delivery under load
+     * Room for a claim: the slots plus the claim-ahead, less the attempts in
+     * flight and the deliveries already waiting. With work in hand a claim
+     * gathers: it waits until half of the claim-ahead is free, or
+     * CLAIM_GATHER after the last claim, whichever comes first. Every claim
+     * walks the subscriptions with pending work, so claiming a slot at a time
+     * as attempts finish would cost a claim per delivery under load
      * (docs/performance.md "Webhook dispatcher"); the time bound keeps slots
      * that hanging receivers hold from holding back everyone else's work
      * (test/dispatcher/isolation.test.ts). Idle, it claims at once.
      */
-    const claimAtLeast = Math.max(1, Math.floor(options.concurrency / 2))
+    const claimAtLeast = Math.max(1, Math.floor(claimAhead / 2))
     let lastClaimAt = 0
     /** Set when a claim was put off to gather: the loop comes back within CLAIM_GATHER_MS. */
     let gathering = false
     const claimAll: Effect.Effect<void, SqlError.SqlError> = Effect.suspend(() => {
-      const free = options.concurrency - inFlight
+      const free = options.concurrency + claimAhead - inFlight - ahead.length
       gathering = false
       if (free <= 0 || stopping) return Effect.void
-      if (inFlight > 0 && free < claimAtLeast && Date.now() - lastClaimAt < CLAIM_GATHER_MS) {
+      const inHand = inFlight + ahead.length
+      if (inHand > 0 && free < claimAtLeast && Date.now() - lastClaimAt < CLAIM_GATHER_MS) {
         gathering = true
         return Effect.void
       }
@@ -302,7 +349,7 @@ const make = (options: DispatcherOptions) =>
       const limit = Math.min(free, CLAIM_BATCH)
       return queue.claim({ limit, perSubscription: options.perSubscription, leaseMs }).pipe(
         Effect.tap(start),
-        // A stop waits for a claimed batch to be started: no lease is left unused.
+        // A stop waits for a claimed batch to be queued and started: no lease is left unused.
         Effect.uninterruptible,
         Effect.flatMap((claimed) => claimed.length === limit ? claimAll : Effect.void)
       )
@@ -392,7 +439,13 @@ const make = (options: DispatcherOptions) =>
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
         stopping = true
-      }).pipe(Effect.andThen(Effect.logInfo("dispatcher: stopping; finishing the attempts in flight", { inFlight })))
+        // Claimed ahead and not started: their leases go back at once, for the next dispatcher.
+        return ahead.splice(0, ahead.length).map((waiting) => waiting.delivery)
+      }).pipe(
+        Effect.tap((unsent) => Effect.logInfo("dispatcher: stopping; finishing the attempts in flight", { inFlight, released: unsent.length })),
+        Effect.flatMap((unsent) => Effect.timeout(giveBack(unsent), Duration.seconds(5))),
+        Effect.ignore
+      )
     )
     yield* Effect.logInfo("dispatcher: running", {
       concurrency: options.concurrency,
