@@ -135,6 +135,10 @@ describe("npm start from a fresh clone in a mktemp -d directory", () => {
       // The printed key works against the API it started.
       const response = yield* rawClient(`http://127.0.0.1:${port}`).get(`${V1}/students?per_page=2`, field(stdout, "Read key"))
       assert.strictEqual(response.status, 200, response.text)
+      // The printed web panel address serves the panel.
+      const panel = yield* Effect.promise(() => fetch(field(stdout, "Web panel")))
+      assert.strictEqual(panel.status, 200)
+      assert.match(panel.headers.get("content-type") ?? "", /^text\/html/)
 
       // The printed DATABASE_URL reaches the migrated, seeded database.
       const databaseUrl = field(stdout, "DATABASE_URL")

@@ -94,10 +94,19 @@ const databaseLines = (database: Database): ReadonlyArray<string> =>
 const banner = (options: {
   readonly baseUrl: string
   readonly localUrl: string
+  /** The back-office web panel, as a browser on this machine reaches it. */
+  readonly panelUrl: string
   readonly database: Database
   readonly prepared: Prepared
 }): string => {
-  const lines = ["", "School service is up.", "", `  Public API   ${options.baseUrl}`, ...databaseLines(options.database)]
+  const lines = [
+    "",
+    "School service is up.",
+    "",
+    `  Public API   ${options.baseUrl}`,
+    `  Web panel    ${options.panelUrl} (the school's staff sign in here)`,
+    ...databaseLines(options.database)
+  ]
   Option.match(options.prepared.demo, {
     onSome: (demo) =>
       lines.push(
@@ -201,6 +210,7 @@ const program = Effect.gen(function*() {
   const host = localHost(settings.host)
   const baseUrl = `http://${settings.host.includes(":") ? `[${settings.host}]` : settings.host}:${settings.port}/api/public/v1`
   const localUrl = `http://${host}:${settings.port}/api/public/v1`
+  const panelUrl = `http://${host}:${settings.port}/crm`
 
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -217,7 +227,7 @@ const program = Effect.gen(function*() {
 
   // The banner comes once the API answers, after the children's start-up lines.
   yield* Effect.raceFirst(apiAnswers(host, settings.port), anyExited)
-  yield* Effect.sync(() => process.stdout.write(banner({ baseUrl, localUrl, database, prepared })))
+  yield* Effect.sync(() => process.stdout.write(banner({ baseUrl, localUrl, panelUrl, database, prepared })))
   // Runs until a signal interrupts it, a child or the embedded PostgreSQL dies, or our parent goes.
   yield* Effect.raceFirst(anyExited, parentGone)
 }).pipe(
