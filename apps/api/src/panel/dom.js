@@ -377,3 +377,21 @@ export const problem = (failure, doing = "Something went wrong.") =>
     : failure.code === "NOT_FOUND"
     ? notice("warning", "Not found.", failure.message)
     : notice("error", doing, failure.message)
+
+/**
+ * Shows why a form's submission failed: a 422's `fields` next to the
+ * fields they name (and what names no field of the form above its button,
+ * in `formProblem`), anything else as one `problem`.
+ * @param {Element} formProblem
+ * @param {Record<string, { setError: (message: string | null) => void }>} fields
+ * @param {{ status: number, code: string, message: string, fields?: Record<string, string | ReadonlyArray<string>> }} reply
+ * @param {string} doing what was being done, e.g. "Could not issue the key."
+ */
+export const showSubmitFailure = (formProblem, fields, reply, doing) => {
+  if (reply.code !== "VALIDATION_FAILED") {
+    replace(formProblem, problem(reply, doing))
+    return
+  }
+  const rest = showFieldErrors(fields, reply.fields)
+  replace(formProblem, ...(rest.length > 0 || reply.fields === undefined ? [notice("error", reply.message, rest.join(" "))] : []))
+}

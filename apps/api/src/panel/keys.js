@@ -6,7 +6,7 @@
  * `TARIFF_TOO_LOW`, shown as what it is: a matter of the school's plan.
  */
 import * as Api from "./api.js"
-import { badge, button, confirmAction, empty, field, form, h, loading, notice, pager, problem, replace, secretBox, showFieldErrors, table, time } from "./dom.js"
+import { badge, button, confirmAction, empty, field, form, h, loading, notice, pager, problem, replace, secretBox, showFieldErrors, showSubmitFailure, table, time } from "./dom.js"
 
 /** @typedef {import("./app.js").ViewContext} ViewContext */
 /** @typedef {import("./api.js").ApiKey} ApiKey */
@@ -154,12 +154,7 @@ export const renderKeys = async (context) => {
       )
       return
     }
-    if (reply.code === "VALIDATION_FAILED") {
-      const rest = showFieldErrors(fields, reply.fields)
-      if (rest.length > 0 || reply.fields === undefined) replace(formProblem, notice("error", reply.message, rest.join(" ")))
-      return
-    }
-    replace(formProblem, problem(reply, "Could not issue the key."))
+    showSubmitFailure(formProblem, fields, reply, "Could not issue the key.")
   },
     h("h2", { id: "issue-title" }, "Issue a key"),
     name.element,

@@ -8,7 +8,7 @@
  * failed deliveries again, and one delivery with its attempts and body.
  */
 import * as Api from "./api.js"
-import { badge, button, checkboxes, empty, field, form, h, loading, notice, problem, replace, showFieldErrors, table, time } from "./dom.js"
+import { badge, button, checkboxes, empty, field, form, h, loading, notice, problem, replace, showFieldErrors, showSubmitFailure, table, time } from "./dom.js"
 import { EVENTS, eventList, statusBadge } from "./webhooks.js"
 
 /** @typedef {import("./app.js").ViewContext} ViewContext */
@@ -146,12 +146,7 @@ export const renderWebhook = async (context) => {
         replace(message, notice("success", null, "Saved."))
         return
       }
-      if (reply.code === "VALIDATION_FAILED") {
-        const rest = showFieldErrors(fields, reply.fields)
-        if (rest.length > 0 || reply.fields === undefined) replace(formProblem, notice("error", reply.message, rest.join(" ")))
-        return
-      }
-      replace(formProblem, problem(reply, "Could not save the webhook."))
+      showSubmitFailure(formProblem, fields, reply, "Could not save the webhook.")
     },
       h("h2", { id: "edit-title" }, "Change the webhook"),
       url.element,

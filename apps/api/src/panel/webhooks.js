@@ -5,7 +5,7 @@
  * is shown here once with how a receiver verifies it.
  */
 import * as Api from "./api.js"
-import { badge, checkboxes, empty, field, form, h, loading, notice, pager, problem, replace, secretBox, showFieldErrors, table, time } from "./dom.js"
+import { badge, checkboxes, empty, field, form, h, loading, notice, pager, problem, replace, secretBox, showFieldErrors, showSubmitFailure, table, time } from "./dom.js"
 
 /** @typedef {import("./app.js").ViewContext} ViewContext */
 /** @typedef {import("./api.js").WebhookStatus} WebhookStatus */
@@ -136,12 +136,7 @@ export const renderWebhooks = async (context) => {
       await loadList()
       return
     }
-    if (reply.code === "VALIDATION_FAILED") {
-      const rest = showFieldErrors(fields, reply.fields)
-      if (rest.length > 0 || reply.fields === undefined) replace(formProblem, notice("error", reply.message, rest.join(" ")))
-      return
-    }
-    replace(formProblem, problem(reply, "Could not create the webhook."))
+    showSubmitFailure(formProblem, fields, reply, "Could not create the webhook.")
   },
     h("h2", { id: "create-title" }, "New webhook"),
     url.element,
