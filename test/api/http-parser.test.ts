@@ -103,7 +103,7 @@ const exchange = (port: number, request: string | Uint8Array, timeoutMs = 5_000)
 
 const decodeEnvelope = Schema.decodeUnknownSync(ErrorReply)
 
-/** An error reply in the envelope: status, JSON content type, code, a message; the connection closed. */
+/** An error reply in the envelope: status, JSON content type, code, a message, a request id; the connection closed. */
 const expectEnvelope = (reply: Reply, status: number, code: string) => {
   assert.strictEqual(reply.status, status, reply.body)
   assert.strictEqual(reply.headers.get("content-type"), JSON_CONTENT_TYPE)
@@ -112,6 +112,8 @@ const expectEnvelope = (reply: Reply, status: number, code: string) => {
   assert.strictEqual(error.code, code)
   assert.isAbove(error.message.length, 0)
   assert.isTrue(reply.closed, "the connection is closed")
+  // Even an answer to a request that could not be read carries a (new) request id.
+  assert.match(reply.headers.get("x-request-id") ?? "", /^[A-Za-z0-9_-]{22}$/)
 }
 
 const CRLF = "\r\n"

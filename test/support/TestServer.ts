@@ -27,6 +27,7 @@ import { defaultOptions, RateLimitOptions } from "@school/api/RateLimiter"
 import { AppRoutes, createApiServer } from "@school/api/Server"
 import { IdempotencyConfig } from "@school/persistence/IdempotencyStore"
 import * as Sql from "@school/persistence/Sql"
+import * as AccessLog from "@school/runtime/AccessLog"
 import { Context, Duration, Effect, Layer, Logger } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { type PublicClient, type RawClient, rawClient, typedClient, type TypedClientOptions } from "./Clients.ts"
@@ -69,7 +70,8 @@ export class TestServer extends Context.Service<TestServer, {
       })
     ).pipe(
       Layer.provide(
-        HttpRouter.serve(AppRoutes, { disableLogger: true, disableListenLog: true }).pipe(
+        // Request ids as the API process gives them; no access log (tests would print a line per request).
+        HttpRouter.serve(AppRoutes, { disableLogger: true, disableListenLog: true, middleware: AccessLog.requestIds }).pipe(
           Layer.provideMerge(NodeHttpServer.layer(createApiServer, { port: 0, host: "127.0.0.1" }))
         )
       ),

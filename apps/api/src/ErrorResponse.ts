@@ -7,9 +7,10 @@
  * Node's HTTP parser refuses before there is a request (400, 408, 413, 431);
  * HttpApi encodes the rest with the same schemas.
  */
+import type { Encoded } from "@school/domain/ErrorTable"
+import * as RequestId from "@school/runtime/RequestId"
 import { HttpServerResponse } from "effect/http"
 import { STATUS_CODES } from "node:http"
-import type { Encoded } from "@school/domain/ErrorTable"
 
 /** Every JSON response carries the charset (docs/decisions.md "Requests and responses"). */
 export const JSON_CONTENT_TYPE = "application/json; charset=utf-8"
@@ -38,6 +39,8 @@ export const errorMessage = (error: EncodableError): Uint8Array => {
     `Content-Type: ${JSON_CONTENT_TYPE}`,
     `Content-Length: ${bytes.length}`,
     ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+    // No request was read, so no id of its own to echo: a new one (libs/runtime/src/RequestId.ts).
+    `X-Request-Id: ${RequestId.generate()}`,
     "Connection: close",
     "",
     ""

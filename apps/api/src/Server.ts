@@ -5,8 +5,8 @@
  * the web panel (`/crm`), health, and the envelope for everything else.
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { ByteSize, type Duration, Layer, type Option } from "effect"
-import { type FindMyWay, HttpIncomingMessage, HttpRouter } from "effect/http"
+import { ByteSize, type Duration, type Effect, Layer, type Option } from "effect"
+import { type FindMyWay, HttpIncomingMessage, HttpRouter, type HttpServerResponse } from "effect/http"
 import { HttpApi, HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { createServer, type Server } from "node:http"
 import { BACK_OFFICE_PATH, BackOfficeApi } from "@school/domain/api/BackOfficeApi"
@@ -122,6 +122,10 @@ const routeList = (): ReadonlyArray<readonly [method: string, path: string]> => 
  */
 export const accessLog = AccessLog.middleware(AccessLog.routeTemplates(routeList(), ROUTER_CONFIG))
 
+/** `serve`'s middleware: each request's id (X-Request-Id), around the access log so its line carries the id. */
+export const serveMiddleware = <E, R>(httpApp: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+  AccessLog.requestIds(accessLog(httpApp))
+
 /**
  * Every route of the API process, without the repositories (and the
  * SqlClient) its handlers need: what a variant that answers one list from
@@ -213,7 +217,7 @@ export const serverOptions = (settings: SettingsShape, databaseUrl: string): Ser
  * full-middleware server provides a different Students repository here.
  */
 export const ServerLayerNoDeps = (options: Omit<ServerOptions, "databaseUrl" | "maxConnections" | "statementTimeout" | "acquireTimeout">) =>
-  Layer.merge(HttpRouter.serve(AppRoutesNoDeps, { disableLogger: true, middleware: accessLog }), IdempotencyPurge).pipe(
+  Layer.merge(HttpRouter.serve(AppRoutesNoDeps, { disableLogger: true, middleware: serveMiddleware }), IdempotencyPurge).pipe(
     Layer.provide(NodeHttpServer.layer(createApiServer, { port: options.port, host: options.host })),
     Layer.provide(
       options.rateLimitWindow === undefined

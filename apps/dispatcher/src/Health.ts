@@ -11,12 +11,19 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Http from "node:http"
+import * as RequestId from "@school/runtime/RequestId"
 import { Dispatcher } from "./Dispatcher.ts"
 
 const json = (response: Http.ServerResponse, status: number, body: unknown) => {
   const text = JSON.stringify(body)
   response.writeHead(status, { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)) })
   response.end(text)
+}
+
+/** The request's id (libs/runtime/src/RequestId.ts), on every answer. */
+const withRequestId = (request: Http.IncomingMessage, response: Http.ServerResponse): void => {
+  const sent = request.headers[RequestId.HEADER]
+  response.setHeader(RequestId.HEADER, RequestId.of(typeof sent === "string" ? sent : undefined))
 }
 
 const NOT_READY = { error: { code: "not_ready", message: "The database does not answer." } }
@@ -34,6 +41,7 @@ export const serveHealth = (host: string, port: number) =>
       return yield* sql`SELECT 1`.pipe(Effect.timeout("2 seconds"), Effect.as(true), Effect.orElseSucceed(() => false))
     })
     const server = Http.createServer((request, response) => {
+      withRequestId(request, response)
       const path = (request.url ?? "").split("?")[0]
       if (request.method !== "GET" && request.method !== "HEAD") return json(response, 405, { error: { code: "method_not_allowed", message: "GET only." } })
       if (path === "/health/live") return json(response, 200, { status: "ok" })

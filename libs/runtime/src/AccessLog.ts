@@ -9,9 +9,14 @@
  * It replaces `HttpRouter.serve`'s own logger (`disableLogger: true`), which
  * writes the raw path as `http.url`. Give it as `serve`'s `middleware`, so
  * the status is the one sent, after every rewrite of the response.
+ *
+ * `requestIds`, the other `serve` middleware here, gives each request its id
+ * (libs/runtime/src/RequestId.ts); put it outside this one, so the access
+ * line carries the id too.
  */
 import { Effect, Exit } from "effect"
-import { FindMyWay, HttpServerError, HttpServerRequest, type HttpServerResponse } from "effect/http"
+import { FindMyWay, HttpEffect, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import * as RequestId from "./RequestId.ts"
 
 /** What an unmatched request is logged as. */
 export const NO_ROUTE = "(no route)"
@@ -56,4 +61,24 @@ export const middleware = (templateOf: (method: string, url: string) => string) 
         })
       )
     })
+  })
+
+/**
+ * `serve`'s middleware that gives each request its id
+ * (libs/runtime/src/RequestId.ts): `X-Request-Id` on every answer, the
+ * router's own included, and `request_id` on every log line of the request.
+ * The header is set just before the response is sent: a change made to the
+ * response in `serve`'s middleware itself would come too late.
+ */
+export const requestIds = <E, R>(
+  httpApp: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    const requestId = RequestId.of(request.headers[RequestId.HEADER])
+    return httpApp.pipe(
+      HttpEffect.withPreResponseHandler((_, response) =>
+        Effect.succeed(HttpServerResponse.setHeader(response, RequestId.HEADER, requestId))
+      ),
+      Effect.annotateLogs(RequestId.ANNOTATION, requestId)
+    )
   })

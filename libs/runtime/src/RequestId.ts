@@ -1,0 +1,28 @@
+/**
+ * The request id of an HTTP process (../shared/spec/CONTRACT.md "Process
+ * endpoints"; docs/operators.md "Request ids"): every response carries
+ * `X-Request-Id`, the request's own value when it sent a sane one (1 to 128
+ * visible ASCII characters, so a log line cannot be split or coloured by it),
+ * else a new one; the log lines of that request carry it as `request_id`.
+ */
+import { randomBytes } from "node:crypto"
+
+export const HEADER = "x-request-id"
+
+/** The log annotation that carries it. */
+export const ANNOTATION = "request_id"
+
+export const MAX_LENGTH = 128
+
+/** 1 to 128 characters, each visible ASCII (0x21 to 0x7E). */
+const SANE = /^[\x21-\x7e]{1,128}$/
+
+/** The value a client sent, when it is sane. */
+export const sane = (value: string | undefined): string | undefined =>
+  value !== undefined && SANE.test(value) ? value : undefined
+
+/** A new id: 16 random bytes, base64url (22 characters). */
+export const generate = (): string => randomBytes(16).toString("base64url")
+
+/** The id of a request with this header value (Node joins repeated headers with ", "). */
+export const of = (header: string | undefined): string => sane(header) ?? generate()
