@@ -18,8 +18,15 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { type HttpApi, type HttpApiGroup, HttpApiScalar } from "effect/http-api"
 import { createHash } from "node:crypto"
 
-/** Scalar's settings: its default fonts come from fonts.scalar.com, so the system's are used. */
-export const SCALAR_CONFIG: HttpApiScalar.ScalarConfig = { withDefaultFonts: false }
+/**
+ * Scalar's settings: its default fonts come from fonts.scalar.com, so the
+ * system's are used; its developer tools (shown on localhost: sharing the
+ * document to Scalar's registry, SDKs from scalar.com) stay hidden.
+ * `showDeveloperTools` is Scalar's, not in Effect's `ScalarConfig`; the
+ * config is passed to Scalar as it is.
+ */
+const settings = { withDefaultFonts: false, showDeveloperTools: "never" } as const
+export const SCALAR_CONFIG: HttpApiScalar.ScalarConfig = settings
 
 /**
  * The policy, given the page's inline scripts' hashes: this origin only
