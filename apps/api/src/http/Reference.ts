@@ -71,29 +71,50 @@ export const pageHeaders = (html: string): Readonly<Record<string, string>> => (
   etag: `"${createHash("sha256").update(html, "utf8").digest("base64url").slice(0, 22)}"`
 })
 
-const htmlOf = (response: HttpServerResponse.HttpServerResponse): string => {
-  const body = response.body
-  if (body._tag !== "Uint8Array") throw new Error(`the reference page's body is ${body._tag}, not text`)
-  return body.text ?? new TextDecoder().decode(body.body)
+/** What a page answers: the page (bytes only, with its headers) and the 304 for its ETag. */
+interface Served {
+  readonly page: HttpServerResponse.HttpServerResponse
+  readonly notModified: HttpServerResponse.HttpServerResponse
+  readonly etag: string
 }
 
 /**
- * One route's answers with the page's headers: worked out from the first
- * answer and kept while the handler gives the same response (Scalar's is
- * built once); 304 when the request's `If-None-Match` is the ETag.
+ * The page Scalar's layer built, as served from here on: its bytes with the
+ * page's headers. The HTML is encoded once; a body of text would be
+ * encoded again (3 MB) on every request.
+ */
+const served = (response: HttpServerResponse.HttpServerResponse): Served => {
+  const body = response.body
+  if (body._tag !== "Uint8Array") throw new Error(`the reference page's body is ${body._tag}, not bytes or text`)
+  const html = body.text ?? new TextDecoder().decode(body.body)
+  const headers = pageHeaders(html)
+  return {
+    page: HttpServerResponse.uint8Array(Buffer.from(html, "utf8"), { contentType: body.contentType, headers }),
+    notModified: HttpServerResponse.empty({ status: 304, headers }),
+    etag: headers["etag"] ?? ""
+  }
+}
+
+/**
+ * One route's answers with the page's headers. Scalar's page is the same
+ * on every request (its layer builds it once), so it is asked for once and
+ * then let go: only the bytes stay (docs/decisions.md "API reference
+ * page": memory). 304 when the request's `If-None-Match` is the ETag.
  */
 const withPageHeaders = <E, R>(
   handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> => {
-  let cached: { readonly page: HttpServerResponse.HttpServerResponse; readonly headers: Readonly<Record<string, string>> } | undefined
+  let source: typeof handler | undefined = handler
+  let cached: Served | undefined
   return Effect.gen(function*() {
-    const page = yield* handler
-    if (cached?.page !== page) cached = { page, headers: pageHeaders(htmlOf(page)) }
-    const { headers } = cached
+    if (cached === undefined && source !== undefined) {
+      const response = yield* source
+      cached ??= served(response)
+      source = undefined
+    }
+    if (cached === undefined) return yield* Effect.die(new Error("the reference page was not built"))
     const request = yield* HttpServerRequest.HttpServerRequest
-    return request.headers["if-none-match"] === headers["etag"]
-      ? HttpServerResponse.empty({ status: 304, headers })
-      : HttpServerResponse.setHeaders(page, headers)
+    return request.headers["if-none-match"] === cached.etag ? cached.notModified : cached.page
   })
 }
 
