@@ -4,7 +4,8 @@
  * every request to another origin is aborted and recorded, and the page
  * must make none, raise no page error and break no line of its
  * Content-Security-Policy, and still render the reference, the public API's
- * and the back office's; "Test Request" reaches this API from the page. The public page's screenshot (1280x800) is
+ * and the back office's; "Test Request" reaches this API from the page,
+ * and the search finds an endpoint. The public page's screenshot (1280x800) is
  * docs/images/reference-public.png, written there only with
  * UPDATE_SCREENSHOTS=1, else to a temporary directory. Here rather than in
  * test/api because the browser runs after the other files (vitest.config.ts).
@@ -94,6 +95,14 @@ layer(Env, { excludeTestServices: true, timeout: 120_000 })("API reference pages
         await page.getByText("401").first().waitFor({ state: "visible" })
         // Not a docs image: for whoever reads the run (the temporary directory only).
         await page.screenshot({ path: join(tmpdir(), "school-panel-screenshots", "reference-test-request.png") })
+        await page.keyboard.press("Escape")
+
+        // The search (run in the page) finds another group's endpoint; its result opens it.
+        await page.getByText("Search", { exact: true }).first().click()
+        await page.keyboard.type("kopecks")
+        await page.getByRole("option", { name: /List payments/u }).first().click()
+        await page.getByRole("heading", { name: "List payments (amounts in whole kopecks)" }).first().waitFor({ state: "visible" })
+        await page.screenshot({ path: join(tmpdir(), "school-panel-screenshots", "reference-search.png") })
         assert.deepStrictEqual(opened.elsewhere, [], "no request to another origin")
         assert.deepStrictEqual(opened.consoleErrors, [
           "Failed to load resource: the server responded with a status of 401 (Unauthorized)"
