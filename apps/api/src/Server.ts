@@ -1,13 +1,14 @@
 /**
  * The API process's one Layer graph: public API routes with their
  * middleware, handlers and repositories, its OpenAPI document and reference
- * page, the back-office API (`/api/crm/v1`) with its OpenAPI document,
- * the web panel (`/crm`), health, and the envelope for everything else.
+ * page, the back-office API (`/api/crm/v1`) with its OpenAPI document and
+ * reference page, the web panel (`/crm`), health, and the envelope for
+ * everything else.
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { ByteSize, type Duration, type Effect, Layer, type Option } from "effect"
 import { type FindMyWay, HttpIncomingMessage, HttpRouter, type HttpServerResponse } from "effect/http"
-import { HttpApi, HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { HttpApi, HttpApiBuilder } from "effect/http-api"
 import { createServer, type Server } from "node:http"
 import { BACK_OFFICE_PATH, BackOfficeApi } from "@school/domain/api/BackOfficeApi"
 import { BASE_PATH, PublicApi } from "@school/domain/api/PublicApi"
@@ -38,6 +39,7 @@ import { LeadsHandlersNoDeps } from "./http/Leads.ts"
 import { PaymentsHandlersNoDeps } from "./http/Payments.ts"
 import { StudentsHandlersNoDeps } from "./http/Students.ts"
 import { PANEL_ROUTES, PanelRoutes } from "./http/Panel.ts"
+import { ReferencePage } from "./http/Reference.ts"
 import { IdempotentWriteLive } from "./IdempotentWrite.ts"
 import { onClientError } from "./ParserErrors.ts"
 import { RateLimiter, RateLimitOptions } from "./RateLimiter.ts"
@@ -47,6 +49,7 @@ import { RequireWriteScopeLive } from "./RequireWriteScope.ts"
 export const OPENAPI_PATH = `${BASE_PATH}/openapi.json`
 export const DOCS_PATH = `${BASE_PATH}/docs`
 export const BACK_OFFICE_OPENAPI_PATH = `${BACK_OFFICE_PATH}/openapi.json`
+export const BACK_OFFICE_DOCS_PATH = `${BACK_OFFICE_PATH}/docs`
 /** docs/decisions.md "Requests and responses": larger bodies get 413 payload_too_large. */
 export const MAX_BODY_BYTES = 256 * 1024
 
@@ -96,7 +99,7 @@ const publicMethods = routeTable(PublicApi, [
   ["GET", OPENAPI_PATH],
   ["GET", DOCS_PATH]
 ], ROUTER_CONFIG)
-const backOfficeMethods = routeTable(BackOfficeApi, [["GET", BACK_OFFICE_OPENAPI_PATH]], ROUTER_CONFIG)
+const backOfficeMethods = routeTable(BackOfficeApi, [["GET", BACK_OFFICE_OPENAPI_PATH], ["GET", BACK_OFFICE_DOCS_PATH]], ROUTER_CONFIG)
 const allowedMethods = (path: string) => [...publicMethods(path), ...backOfficeMethods(path)]
 
 /** Every route of the API process as written, for the access log's route templates. */
@@ -106,7 +109,8 @@ const routeList = (): ReadonlyArray<readonly [method: string, path: string]> => 
     ...PANEL_ROUTES,
     ["GET", OPENAPI_PATH],
     ["GET", DOCS_PATH],
-    ["GET", BACK_OFFICE_OPENAPI_PATH]
+    ["GET", BACK_OFFICE_OPENAPI_PATH],
+    ["GET", BACK_OFFICE_DOCS_PATH]
   ]
   const onEndpoint = ({ endpoint }: { readonly endpoint: { readonly method: string; readonly path: string } }) => {
     routes.push([endpoint.method, endpoint.path])
@@ -156,7 +160,9 @@ export const AppRoutesNoDeps = Layer.mergeAll(
     // so a key revoked here drops this process's local block at once.
     Layer.provide([SessionAuthenticationLive, BackOfficeValidationLive, RoleCheckLive, RateLimiter.layer])
   ),
-  HttpApiScalar.layerCdn(PublicApi, { path: DOCS_PATH }),
+  // The reference pages, Scalar inlined (apps/api/src/http/Reference.ts).
+  ReferencePage(PublicApi, DOCS_PATH),
+  ReferencePage(BackOfficeApi, BACK_OFFICE_DOCS_PATH),
   HealthRoutes,
   PanelRoutes,
   ErrorEnvelope(allowedMethods)

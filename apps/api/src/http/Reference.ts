@@ -1,0 +1,147 @@
+/**
+ * The API reference pages (docs/decisions.md "API reference page"): Scalar
+ * with its script inlined (`HttpApiScalar.layer`), so a page loads nothing
+ * from anywhere else and works offline, and its OpenAPI document embedded,
+ * generated from the same contract the server implements.
+ *
+ * Every answer of a reference page (and of no other route) carries its
+ * security headers: a Content-Security-Policy whose `script-src` is the
+ * SHA-256 of each of the page's inline scripts (the Scalar bundle and the
+ * call that starts it), computed from the page as served, so nothing else
+ * runs, not even an injected inline script; styles may be inline, as Scalar
+ * writes its own at run time; everything else is this origin or nothing.
+ * The page is the same until the process restarts: `no-cache` with an ETag,
+ * answered 304 when it matches, so a reload does not fetch 3 MB again.
+ */
+import { Effect, Layer } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { type HttpApi, type HttpApiGroup, HttpApiScalar } from "effect/http-api"
+import { createHash } from "node:crypto"
+
+/**
+ * Scalar's settings: its default fonts come from fonts.scalar.com, so the
+ * system's are used; its developer tools (shown on localhost: sharing the
+ * document to Scalar's registry, SDKs from scalar.com) stay hidden.
+ * `showDeveloperTools` is Scalar's, not in Effect's `ScalarConfig`; the
+ * config is passed to Scalar as it is.
+ */
+const settings = { withDefaultFonts: false, showDeveloperTools: "never" } as const
+export const SCALAR_CONFIG: HttpApiScalar.ScalarConfig = settings
+
+/**
+ * The policy, given the page's inline scripts' hashes: this origin only
+ * (`connect-src 'self'` lets "Test Request" call this API), those scripts
+ * only, inline styles, never framed, no base or form target.
+ */
+export const contentSecurityPolicy = (scriptHashes: ReadonlyArray<string>): string =>
+  [
+    "default-src 'none'",
+    `script-src ${scriptHashes.map((hash) => `'${hash}'`).join(" ")}`,
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
+    "connect-src 'self'",
+    "object-src 'none'",
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+    "form-action 'none'"
+  ].join("; ")
+
+/**
+ * The texts of a page's inline scripts, as a browser reads them: from a
+ * `<script>` without attributes to the first `</script>` after it.
+ */
+export const inlineScripts = (html: string): ReadonlyArray<string> =>
+  Array.from(html.matchAll(/<script>([\s\S]*?)<\/script>/gu), (match) => match[1] ?? "")
+
+/** `sha256-<base64>` of a script's text (UTF-8), as CSP writes it. */
+export const scriptHash = (script: string): string =>
+  `sha256-${createHash("sha256").update(script, "utf8").digest("base64")}`
+
+/** The headers of one page's answers, from its HTML. */
+export const pageHeaders = (html: string): Readonly<Record<string, string>> => ({
+  "content-security-policy": contentSecurityPolicy(inlineScripts(html).map(scriptHash)),
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
+  "cross-origin-opener-policy": "same-origin",
+  "cross-origin-resource-policy": "same-origin",
+  "cache-control": "no-cache",
+  etag: `"${createHash("sha256").update(html, "utf8").digest("base64url").slice(0, 22)}"`
+})
+
+/** What a page answers: the page (bytes only, with its headers) and the 304 for its ETag. */
+interface Served {
+  readonly page: HttpServerResponse.HttpServerResponse
+  readonly notModified: HttpServerResponse.HttpServerResponse
+  readonly etag: string
+}
+
+/**
+ * The page Scalar's layer built, as served from here on: its bytes with the
+ * page's headers. The HTML is encoded once; a body of text would be
+ * encoded again (3 MB) on every request.
+ */
+const served = (response: HttpServerResponse.HttpServerResponse): Served => {
+  const body = response.body
+  if (body._tag !== "Uint8Array") throw new Error(`the reference page's body is ${body._tag}, not bytes or text`)
+  const html = body.text ?? new TextDecoder().decode(body.body)
+  const headers = pageHeaders(html)
+  return {
+    page: HttpServerResponse.uint8Array(Buffer.from(html, "utf8"), { contentType: body.contentType, headers }),
+    notModified: HttpServerResponse.empty({ status: 304, headers }),
+    etag: headers["etag"] ?? ""
+  }
+}
+
+/**
+ * One route's answers with the page's headers. Scalar's page is the same
+ * on every request (its layer builds it once), so it is asked for once and
+ * then let go: only the bytes stay (docs/decisions.md "API reference
+ * page": memory). 304 when the request's `If-None-Match` is the ETag.
+ */
+const withPageHeaders = <E, R>(
+  handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> => {
+  let source: typeof handler | undefined = handler
+  let cached: Served | undefined
+  return Effect.gen(function*() {
+    if (cached === undefined && source !== undefined) {
+      const response = yield* source
+      cached ??= served(response)
+      source = undefined
+    }
+    if (cached === undefined) return yield* Effect.die(new Error("the reference page was not built"))
+    const request = yield* HttpServerRequest.HttpServerRequest
+    return request.headers["if-none-match"] === cached.etag ? cached.notModified : cached.page
+  })
+}
+
+type Handler<E, R> =
+  | HttpServerResponse.HttpServerResponse
+  | Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+  | ((request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>)
+
+const asEffect = <E, R>(
+  handler: Handler<E, R>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> =>
+  HttpServerResponse.isHttpServerResponse(handler)
+    ? Effect.succeed(handler)
+    : Effect.isEffect(handler)
+    ? handler
+    : Effect.flatMap(HttpServerRequest.HttpServerRequest, handler)
+
+/** The router as the reference layer sees it: each route it adds answers with the page's headers. */
+const PageRouter = Layer.effect(
+  HttpRouter.HttpRouter,
+  Effect.map(HttpRouter.HttpRouter, (router): HttpRouter.HttpRouter => ({
+    ...router,
+    add: (method, path, handler, options) => router.add(method, path, withPageHeaders(asEffect(handler)), options)
+  }))
+)
+
+/** The reference page of `api` at `path`, Scalar inlined, with its security headers. */
+export const ReferencePage = <Id extends string, Groups extends HttpApiGroup.Constraint>(
+  api: HttpApi.HttpApi<Id, Groups>,
+  path: `/${string}`
+): Layer.Layer<never, never, HttpRouter.HttpRouter> =>
+  HttpApiScalar.layer(api, { path, scalar: SCALAR_CONFIG }).pipe(Layer.provide(PageRouter))
