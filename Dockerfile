@@ -1,18 +1,36 @@
-# One image for the API, the dispatcher and the one-shot migrate; the command picks the process.
-# Node 24 runs the TypeScript sources directly (type stripping), so there is no build step.
-FROM node:24-slim
+# One image for the API, the dispatcher and the one-shot migrate; the command picks the process
+# (docs/operators.md "Container image"):
+#   node apps/api/src/main.ts          the API on PORT (the default command)
+#   node apps/dispatcher/src/main.ts   the webhook dispatcher, its health routes on DISPATCHER_PORT
+#   node apps/cli/src/migrate.ts       applies the pending migrations to DATABASE_URL and exits
+# Node 24 runs the TypeScript sources directly (type stripping): there is no build step, so the
+# first stage only installs the production dependencies. test/ops checks this file and replays it.
+
+# Stage 1: production dependencies. Every workspace's package.json (package.json "workspaces") is
+# copied before npm ci: npm silently skips a workspace whose folder is missing, and the image would
+# then lack its node_modules/@school link.
+FROM node:24-slim AS dependencies
 WORKDIR /app
-ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 LOG_FORMAT=json
 COPY package.json package-lock.json ./
 COPY libs/domain/package.json libs/domain/
 COPY libs/persistence/package.json libs/persistence/
+COPY libs/runtime/package.json libs/runtime/
+COPY libs/local-postgres/package.json libs/local-postgres/
 COPY apps/api/package.json apps/api/
 COPY apps/dispatcher/package.json apps/dispatcher/
 COPY apps/cli/package.json apps/cli/
 COPY test/package.json test/
 RUN npm ci --omit=dev --no-audit --no-fund
+
+# Stage 2: what runs. The files belong to root; the processes run as the unprivileged `node` user
+# of the base image and write nothing (logs go to stderr).
+FROM node:24-slim
+WORKDIR /app
+ENV HOST=0.0.0.0 PORT=3000 DISPATCHER_PORT=3001 LOG_FORMAT=json
+COPY package.json ./
+COPY --from=dependencies /app/node_modules node_modules
 COPY libs libs
 COPY apps apps
 USER node
-EXPOSE 3000
+EXPOSE 3000 3001
 CMD ["node", "apps/api/src/main.ts"]

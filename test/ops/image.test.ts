@@ -1,0 +1,315 @@
+/**
+ * The container image (issue 13 "One container image"; docs/operators.md
+ * "Container image"). There is no Docker engine here, so:
+ *
+ * - `dockerfileProblems` reads the Dockerfile: multi-stage on node:24, the
+ *   final stage runs as a non-root USER, production dependencies only
+ *   (`npm ci --omit=dev`, in a stage of its own), every workspace's
+ *   package.json copied before `npm ci`, nothing it copies excluded by
+ *   .dockerignore, CMD one of the processes. Each check is also seen failing
+ *   on a Dockerfile broken its way.
+ * - The image is replayed (support.ts `buildImage`): the files the Dockerfile
+ *   COPYs, through .dockerignore, into a temporary directory, and its
+ *   `npm ci --omit=dev --no-audit --no-fund` run there with npm and the
+ *   tests' Node 24, the registry's packages from npm's cache when it has
+ *   them, as a Docker build's layer cache would. Then each command of
+ *   docker-compose.yml runs in that tree, with the image's ENV plus the
+ *   service's environment (DATABASE_URL pointing at a fresh, empty database
+ *   of the test server; free ports), as an unprivileged user when the tests
+ *   run as root: migrate applies the migrations and exits 0; the API and the
+ *   dispatcher become ready, the compose health check command itself exits 0
+ *   against them, and SIGTERM stops each with exit 0. A devDependency
+ *   imported at run time, a workspace link missing, a file not copied: each
+ *   makes a process fail here.
+ */
+import { assert, describe, it, layer } from "@effect/vitest"
+import * as Sql from "@school/persistence/Sql"
+import { Context, Duration, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import * as Fs from "node:fs"
+import * as Net from "node:net"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { inject } from "vitest"
+import {
+  argv,
+  buildImage,
+  composeDuration,
+  type ComposeFile,
+  type Image,
+  isIgnored,
+  loadCompose,
+  parseCopy,
+  parseDockerfile,
+  parseDockerignore,
+  readRepoFile,
+  repoRoot,
+  type Service,
+  serviceEnv,
+  stages,
+  words
+} from "./support.ts"
+
+// ---------------------------------------------------------------------------
+// Reading the Dockerfile
+
+/** The checks on the Dockerfile's text; [] when it is right. */
+const dockerfileProblems = (dockerfile: string, dockerignore: string = readRepoFile(".dockerignore")): ReadonlyArray<string> => {
+  const problems: Array<string> = []
+  const all = stages(parseDockerfile(dockerfile))
+  const ignore = parseDockerignore(dockerignore)
+  const workspaces: ReadonlyArray<string> = (JSON.parse(readRepoFile("package.json")) as { workspaces: ReadonlyArray<string> }).workspaces
+  const final = all[all.length - 1]
+  if (all.length < 2 || final === undefined) return ["not multi-stage: fewer than two FROM"]
+  for (const stage of all) {
+    if (!/^node:24([.-]|$)/.test(stage.base)) problems.push(`FROM ${stage.base}: not a node:24 image`)
+  }
+  const users = final.instructions.filter((i) => i.keyword === "USER")
+  const user = users[users.length - 1]?.args.trim().split(":")[0]
+  if (user === undefined || user === "root" || user === "0") problems.push(`final stage: runs as ${user ?? "root (no USER)"}, not an unprivileged user`)
+  const installStages = all.filter((stage) => stage.instructions.some((i) => i.keyword === "RUN" && /\bnpm\s+(ci|install|i)\b/.test(i.args)))
+  if (installStages.includes(final)) problems.push("final stage: installs packages itself (npm and its cache end up in the image)")
+  const install = installStages[0]
+  if (install === undefined) return [...problems, "no stage runs npm ci"]
+  const run = install.instructions.findIndex((i) => i.keyword === "RUN" && /\bnpm\s+(ci|install|i)\b/.test(i.args))
+  const command = words(install.instructions[run]!.args)
+  if (command[1] !== "ci") problems.push(`"${command.join(" ")}": not npm ci (the lockfile's exact tree)`)
+  if (!command.includes("--omit=dev")) problems.push(`"${command.join(" ")}": no --omit=dev (devDependencies would be in the image)`)
+  const copiedBefore = install.instructions.slice(0, run).filter((i) => i.keyword === "COPY").flatMap((i) => parseCopy(i.args).sources)
+  for (const file of ["package.json", "package-lock.json", ...workspaces.map((w) => `${w}/package.json`)]) {
+    if (!copiedBefore.includes(file)) problems.push(`${file}: not copied before npm ci`)
+  }
+  const finalCopies = final.instructions.filter((i) => i.keyword === "COPY").map((i) => parseCopy(i.args))
+  if (!finalCopies.some((copy) => copy.from === install.name && copy.sources.some((s) => s.endsWith("node_modules")))) {
+    problems.push("final stage: does not take node_modules from the npm ci stage")
+  }
+  for (const source of all.flatMap((stage) => stage.instructions.filter((i) => i.keyword === "COPY").map((i) => parseCopy(i.args))).filter((copy) => copy.from === undefined).flatMap((copy) => copy.sources)) {
+    if (isIgnored(ignore, source)) problems.push(`COPY ${source}: excluded by .dockerignore`)
+  }
+  const cmd = final.instructions.filter((i) => i.keyword === "CMD").map((i) => words(i.args)).pop() ?? []
+  if (cmd[0] !== "node" || cmd[1] === undefined || !Fs.existsSync(Path.join(repoRoot, cmd[1]))) {
+    problems.push(`CMD ${JSON.stringify(cmd)}: not node <a file of the repository>`)
+  }
+  return problems
+}
+
+describe("Dockerfile", () => {
+  it.effect("multi-stage on node:24, non-root, production dependencies only, every workspace installed", () =>
+    Effect.sync(() => {
+      const problems = dockerfileProblems(readRepoFile("Dockerfile"))
+      assert.deepStrictEqual(problems, [], problems.join("\n"))
+    }))
+
+  it.effect("each of those checks fails on a Dockerfile broken its way", () =>
+    Effect.sync(() => {
+      const text = readRepoFile("Dockerfile")
+      const without = (pattern: RegExp) => text.split("\n").filter((line) => !pattern.test(line)).join("\n")
+      const broken: ReadonlyArray<[string, string] | [string, string, string]> = [
+        ["final stage: runs as root (no USER)", without(/^USER /)],
+        ["final stage: runs as root,", text.replace(/^USER .*$/m, "USER root")],
+        ["no --omit=dev", text.replace("--omit=dev ", "")],
+        ["not npm ci", text.replace(/^RUN npm ci/m, "RUN npm install")],
+        ["libs/runtime/package.json: not copied before npm ci", without(/libs\/runtime\/package\.json/)],
+        ["test/package.json: not copied before npm ci", without(/^COPY test\/package\.json/)],
+        ["FROM node:22-slim: not a node:24 image", text.replace(/FROM node:24-slim AS/, "FROM node:22-slim AS")],
+        ["not multi-stage", text.replace(/\nFROM node:24-slim\n/, "\n").replace(/^COPY --from=.*$/m, "")],
+        ["final stage: does not take node_modules", without(/^COPY --from=/)],
+        ["COPY test/package.json: excluded by .dockerignore", text, readRepoFile(".dockerignore").replace("!test/package.json", "")],
+        ["CMD", text.replace(/^CMD .*$/m, `CMD ["node", "apps/api/src/server.ts"]`)]
+      ]
+      for (const [expected, dockerfile, dockerignore] of broken) {
+        const problems = dockerfileProblems(dockerfile, dockerignore)
+        assert.isTrue(problems.some((problem) => problem.includes(expected)), `${expected}: got ${JSON.stringify(problems)}`)
+      }
+    }))
+})
+
+// ---------------------------------------------------------------------------
+// Running the image's commands
+
+/** The replayed image, and a fresh empty database for its processes. */
+class ImageUnderTest extends Context.Service<ImageUnderTest, {
+  readonly image: Image
+  readonly databaseUrl: string
+  readonly buildMs: number
+  readonly nodeModulesBytes: number
+}>()("@school/test/ops/ImageUnderTest") {
+  static readonly layer = Layer.effect(
+    ImageUnderTest,
+    Effect.gen(function*() {
+      const directory = yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          const made = Fs.mkdtempSync(Path.join(Os.tmpdir(), "school-image-"))
+          Fs.chmodSync(made, 0o755) // the unprivileged user must reach /app, as in the image
+          return made
+        }),
+        (made) => Effect.sync(() => Fs.rmSync(made, { recursive: true, force: true }))
+      )
+      const started = Date.now()
+      const image = yield* Effect.sync(() => buildImage(directory))
+      const buildMs = Date.now() - started
+      const admin = inject("adminDatabaseUrl") ?? process.env["TEST_DATABASE_URL"] ?? ""
+      const adminContext = yield* Layer.build(Sql.layer({ url: admin, maxConnections: 1, applicationName: "test-admin" }))
+      const sql = Context.get(adminContext, SqlClient.SqlClient)
+      // Not TestDatabase: its database is migrated already, and migrate must start from empty.
+      const name = `school_test_image_${randomBytes(6).toString("hex")}`
+      yield* Effect.acquireRelease(
+        sql.unsafe(`CREATE DATABASE ${name}`),
+        () => sql.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).pipe(Effect.ignore)
+      )
+      const url = new URL(admin)
+      url.pathname = `/${name}`
+      return { image, databaseUrl: url.toString(), buildMs, nodeModulesBytes: directorySize(Path.join(image.workdir, "node_modules")) }
+    }).pipe(Effect.orDie)
+  )
+}
+
+const directorySize = (path: string): number =>
+  Fs.readdirSync(path, { withFileTypes: true, recursive: true }).reduce(
+    (total, entry) => (entry.isFile() ? total + Fs.statSync(Path.join(entry.parentPath, entry.name)).size : total),
+    0
+  )
+
+/** As the image's `USER node` would: an unprivileged uid when the tests run as root. */
+const unprivileged = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {}
+
+interface Running {
+  readonly exited: Promise<{ readonly code: number | null; readonly signal: string | null }>
+  readonly output: () => string
+  readonly kill: (signal: NodeJS.Signals) => void
+}
+
+/** Runs `command` (["node", file, …]) in the image's WORKDIR with only `env`, as the container would; SIGKILL on release if still running. */
+const start = (image: Image, command: ReadonlyArray<string>, env: Readonly<Record<string, string>>) =>
+  Effect.acquireRelease(
+    Effect.sync((): Running => {
+      const [program, ...args] = command
+      assert.strictEqual(program, "node", `the image's commands run node: ${JSON.stringify(command)}`)
+      const child = spawn(process.execPath, args, { cwd: image.workdir, env: { ...env }, stdio: ["ignore", "pipe", "pipe"], ...unprivileged })
+      let output = ""
+      child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk))
+      child.stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk))
+      let done = false
+      const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+        child.once("close", (code, signal) => {
+          done = true
+          resolve({ code, signal })
+        })
+      )
+      return { exited, output: () => output, kill: (signal) => (done ? undefined : void child.kill(signal)) }
+    }),
+    (running) => Effect.promise(async () => {
+      running.kill("SIGKILL")
+      await running.exited
+    })
+  )
+
+/** Two distinct free ports on 127.0.0.1 (held open together, so they differ). */
+const freePorts = Effect.promise(async () => {
+  const servers = [Net.createServer(), Net.createServer()]
+  const ports = await Promise.all(servers.map((server) =>
+    new Promise<number>((resolve, reject) => {
+      server.once("error", reject)
+      server.listen(0, "127.0.0.1", () => {
+        const address = server.address()
+        return typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))
+      })
+    })
+  ))
+  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))))
+  return [ports[0]!, ports[1]!] as const
+})
+
+const compose = () => loadCompose() as ComposeFile
+const service = (name: string): Service => {
+  const found = compose().services[name]
+  if (found === undefined) throw new Error(`docker-compose.yml: no service ${name}`)
+  return found
+}
+
+/** The container's environment: the image's ENV, then the service's, with the test's database and ports. */
+const containerEnv = (image: Image, name: string, overrides: Readonly<Record<string, string>>): Record<string, string> => ({
+  ...image.env,
+  ...serviceEnv(service(name)),
+  ...overrides
+})
+
+/**
+ * Runs the service's compose health check (CMD form) until it exits 0, each
+ * run killed after the check's `timeout` as Docker would; how long that took.
+ */
+const healthy = (image: Image, name: string, env: Readonly<Record<string, string>>, running: Running) =>
+  Effect.gen(function*() {
+    const healthcheck = service(name).healthcheck
+    const test = argv(healthcheck?.test)
+    assert.strictEqual(test[0], "CMD", `${name}: health check in CMD form`)
+    const timeout = Duration.millis(composeDuration(healthcheck?.timeout ?? "30s"))
+    const started = Date.now()
+    while (Date.now() - started < 30_000) {
+      const check = yield* Effect.scoped(Effect.gen(function*() {
+        const probe = yield* start(image, test.slice(1), env)
+        return yield* Effect.promise(() => probe.exited).pipe(
+          Effect.timeoutOrElse({ duration: timeout, orElse: () => Effect.succeed({ code: null, signal: "timeout" }) })
+        )
+      }))
+      if (check.code === 0) return Date.now() - started
+      const ended = yield* Effect.promise(() => Promise.race([running.exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 200))]))
+      if (ended !== undefined) return assert.fail(`${name} exited (${ended.code}) before it was healthy:\n${running.output()}`)
+    }
+    return assert.fail(`${name}: not healthy within 30 s:\n${running.output()}`)
+  })
+
+const httpStatus = (url: string) =>
+  Effect.promise(() => fetch(url, { signal: AbortSignal.timeout(5_000) }).then((response) => response.status, (error: unknown) => String(error)))
+
+/** Starts a long-running service, waits for its health check, asks /health/ready itself, SIGTERMs it. */
+const serve = (image: Image, databaseUrl: string, name: "api" | "dispatcher", portSetting: "PORT" | "DISPATCHER_PORT", port: number) =>
+  Effect.scoped(Effect.gen(function*() {
+    const env = containerEnv(image, name, { DATABASE_URL: databaseUrl, [portSetting]: String(port) })
+    const running = yield* start(image, argv(service(name).command), env)
+    const readyAfterMs = yield* healthy(image, name, env, running)
+    assert.strictEqual(yield* httpStatus(`http://127.0.0.1:${port}/health/ready`), 200)
+    running.kill("SIGTERM")
+    const end = yield* Effect.promise(() => running.exited).pipe(Effect.timeout(Duration.seconds(15)), Effect.orDie)
+    assert.deepStrictEqual(end, { code: 0, signal: null }, running.output())
+    return { readyAfterMs, output: running.output() }
+  }))
+
+layer(ImageUnderTest.layer, { excludeTestServices: true })("the image's commands, run with Node from the replayed image", (it) => {
+  it.effect("migrate applies the migrations to an empty database and exits 0; then the API and the dispatcher become healthy and stop on SIGTERM with 0", () =>
+    Effect.gen(function*() {
+      const { buildMs, databaseUrl, image, nodeModulesBytes } = yield* ImageUnderTest
+      // No package the lockfile marks dev-only (a devDependency or only theirs) is installed.
+      const lock = JSON.parse(readRepoFile("package-lock.json")) as { packages: Record<string, { readonly dev?: boolean }> }
+      const devOnly = Object.entries(lock.packages).filter(([path, entry]) => entry.dev === true && path.startsWith("node_modules/"))
+      assert.isAbove(devOnly.length, 100)
+      const installed = devOnly.map(([path]) => path).filter((path) => Fs.existsSync(Path.join(image.workdir, path)))
+      assert.deepStrictEqual(installed, [], "dev-only packages in the image's node_modules")
+      assert.isFalse(Fs.existsSync(Path.join(image.workdir, "test", "support")), "the tests are not in the image")
+
+      const migrate = yield* Effect.scoped(Effect.gen(function*() {
+        const running = yield* start(image, argv(service("migrate").command), containerEnv(image, "migrate", { DATABASE_URL: databaseUrl }))
+        const end = yield* Effect.promise(() => running.exited).pipe(Effect.timeout(Duration.seconds(30)), Effect.orDie)
+        return { ...end, output: running.output() }
+      }))
+      assert.deepStrictEqual({ code: migrate.code, signal: migrate.signal }, { code: 0, signal: null }, migrate.output)
+      assert.include(migrate.output, "migrations: applied 0001_")
+
+      const [apiPort, dispatcherPort] = yield* freePorts
+      const [api, dispatcher] = yield* Effect.all([
+        serve(image, databaseUrl, "api", "PORT", apiPort),
+        serve(image, databaseUrl, "dispatcher", "DISPATCHER_PORT", dispatcherPort)
+      ], { concurrency: "unbounded" })
+      assert.include(dispatcher.output, "dispatcher ready")
+
+      // The image's default command is the API's.
+      assert.deepStrictEqual(image.cmd, argv(service("api").command))
+      yield* Effect.logInfo(
+        `image replay: built in ${buildMs} ms (${image.runs.map((r) => `${r.command}: ${r.ms} ms`).join("; ")}), ` +
+          `node_modules ${(nodeModulesBytes / 1024 / 1024).toFixed(0)} MiB; api healthy after ${api.readyAfterMs} ms, ` +
+          `dispatcher after ${dispatcher.readyAfterMs} ms`
+      )
+    }))
+})
