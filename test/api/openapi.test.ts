@@ -104,6 +104,11 @@ layer(TestServer.layer().pipe(Layer.provideMerge(TestDatabase.layer)), { exclude
       assert.deepStrictEqual(unauthorized.required, ["error"])
       assert.deepStrictEqual([...unauthorized.properties.error.required].sort(), ["code", "message"])
       assert.notInclude(res.text, "HttpApiSchemaError")
+      // The key is a bearer token, named as tools expect it (lower case: Scalar read `Bearer` as Basic).
+      const { components } = Schema.decodeUnknownSync(Schema.Struct({ components: Schema.Struct({ securitySchemes: Schema.Unknown }) }))(res.json)
+      assert.deepStrictEqual(components.securitySchemes, {
+        bearer: { type: "http", scheme: "bearer" }
+      })
       const tooMany = get(`${V1}/students`).responses["429"]
       // Declared by the contract: HttpApi names response headers in lower case and documents an
       // integer header as its text (as it does `page` and `{id}`): whole seconds, at least 1.

@@ -53,3 +53,21 @@ export const allowUnknownBodyFields = (spec: Json): Json => {
   }
   return spec
 }
+
+/**
+ * A document transform: an `http` security scheme's name in lower case
+ * (`bearer`, as the IANA registry and OpenAPI's examples spell it).
+ * HttpApiSecurity.bearer writes `Bearer`; the name is case-insensitive in
+ * HTTP, but tools compare it exactly: the reference page showed the public
+ * API's key as Basic authentication and wrote its curl examples with
+ * `Authorization: Basic`.
+ */
+export const lowerCaseHttpSchemes = (spec: Json): Json => {
+  const schemes = isJson(spec["components"]) ? spec["components"]["securitySchemes"] : undefined
+  for (const scheme of valuesOf(schemes)) {
+    if (isJson(scheme) && scheme["type"] === "http" && typeof scheme["scheme"] === "string") {
+      scheme["scheme"] = scheme["scheme"].toLowerCase()
+    }
+  }
+  return spec
+}
