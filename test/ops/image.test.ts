@@ -175,6 +175,21 @@ const directorySize = (path: string): number =>
 /** As the image's `USER node` would: an unprivileged uid when the tests run as root. */
 const unprivileged = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {}
 
+/**
+ * The image's own Node, as the base image has one of its own: a copy of the
+ * tests' Node 24 beside the replayed image, so the unprivileged user can run
+ * it wherever the checkout lives (a clone under a 0700 directory, as
+ * `mktemp -d` makes, is closed to that user).
+ */
+const imageNode = (image: Image): string => {
+  const node = Path.join(Path.dirname(image.workdir), "usr-local-bin-node")
+  if (!Fs.existsSync(node)) {
+    Fs.copyFileSync(process.execPath, node)
+    Fs.chmodSync(node, 0o755)
+  }
+  return node
+}
+
 interface Running {
   readonly exited: Promise<{ readonly code: number | null; readonly signal: string | null }>
   readonly output: () => string
@@ -187,17 +202,23 @@ const start = (image: Image, command: ReadonlyArray<string>, env: Readonly<Recor
     Effect.sync((): Running => {
       const [program, ...args] = command
       assert.strictEqual(program, "node", `the image's commands run node: ${JSON.stringify(command)}`)
-      const child = spawn(process.execPath, args, { cwd: image.workdir, env: { ...env }, stdio: ["ignore", "pipe", "pipe"], ...unprivileged })
+      const child = spawn(imageNode(image), args, { cwd: image.workdir, env: { ...env }, stdio: ["ignore", "pipe", "pipe"], ...unprivileged })
       let output = ""
       child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk))
       child.stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk))
       let done = false
-      const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+      const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => {
         child.once("close", (code, signal) => {
           done = true
           resolve({ code, signal })
         })
-      )
+        // A process that could not start (EACCES, ENOENT) fails the test with the reason, not an uncaught error.
+        child.once("error", (error) => {
+          output += `\ncould not start ${command.join(" ")}: ${error.message}`
+          done = true
+          resolve({ code: null, signal: "error" })
+        })
+      })
       return { exited, output: () => output, kill: (signal) => (done ? undefined : void child.kill(signal)) }
     }),
     (running) => Effect.promise(async () => {
