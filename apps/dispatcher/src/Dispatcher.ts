@@ -276,10 +276,11 @@ const make = (options: DispatcherOptions) =>
      * loop claims ahead (up to DISPATCHER_CONCURRENCY beyond the attempts in
      * flight), so a finished attempt's slot is taken at once and a claim's
      * round trip overlaps the attempts instead of leaving every slot idle
-     * while it runs (docs/performance.md "Webhook dispatcher"). Each waits
-     * at most AHEAD_MAX_WAIT: a delivery that waited longer (every slot held
-     * by receivers that hang) is given back, so no attempt starts on a lease
-     * too short to cover its time-out.
+     * while it runs (docs/performance.md "Webhook dispatcher"). One found
+     * waiting longer than `aheadMaxWaitMs` (half the lease's margin over the
+     * time-out: every slot held by receivers that hang) when a slot frees is
+     * given back instead, so no attempt starts on a lease too short to cover
+     * its time-out.
      */
     const ahead: Array<{ readonly delivery: Claimed; readonly claimedAt: number }> = []
     const claimAhead = options.concurrency
