@@ -1,6 +1,6 @@
 /**
- * The request id of an HTTP process (../shared/spec/CONTRACT.md "Process
- * endpoints"; docs/operators.md "Request ids"): every response carries
+ * The request id of an HTTP process (docs/operators.md "Process endpoints",
+ * "Request ids"): every response carries
  * `X-Request-Id`, the request's own value when it sent a sane one (1 to 128
  * visible ASCII characters, so a log line cannot be split or coloured by it),
  * else a new one; the log lines of that request carry it as `request_id`.
