@@ -2,9 +2,9 @@
  * The `bare-loop` anchor of the `dispatcher` scenario (issue 11
  * "Benchmark"): the floor of webhook delivery on this machine. It claims with
  * the dispatcher's own claim statement (libs/persistence/src/DeliveryQueue.ts
- * `claim`, same driver, same pool size, same batch and caps), signs each
- * stored body with libs/domain/src/WebhookSignature.ts and POSTs it with the
- * dispatcher's HTTP client (apps/dispatcher/src/Receiver.ts), keeping
+ * `claim`, same driver, same pool size, same batch and caps), signs and
+ * POSTs each stored body as the dispatcher does
+ * (apps/dispatcher/src/Receiver.ts `postAttempt`), keeping
  * DISPATCHER_CONCURRENCY attempts in flight, and marks the deliveries
  * `delivered` in batches. Nothing else: no fan-out (the harness loads
  * deliveries with their bodies), no journal, no retry plan, no LISTEN (it
@@ -16,7 +16,6 @@
 import { Effect, Layer, ManagedRuntime, Option, Result } from "effect"
 import { SqlClient } from "effect/sql"
 import * as WebhookSecret from "@school/domain/WebhookSecret"
-import * as Signature from "@school/domain/WebhookSignature"
 import { type Claimed, DeliveryQueue } from "@school/persistence/DeliveryQueue"
 import * as Sql from "@school/persistence/Sql"
 import * as Receiver from "../../apps/dispatcher/src/Receiver.ts"
@@ -86,19 +85,15 @@ const mark = () => {
 }
 
 const send = async (delivery: Claimed) => {
-  const body = delivery.body
   const secret = WebhookSecret.decrypt(keys, delivery.secret_ciphertext)
   if (Result.isFailure(secret)) throw new Error(secret.failure)
-  const outcome = await Receiver.post({
+  const outcome = await Receiver.postAttempt({
     url: delivery.url,
-    headers: Signature.attemptHeaders({
-      secret: secret.success,
-      deliveryId: delivery.id,
-      event: delivery.event,
-      body,
-      nowSeconds: Math.floor(Date.now() / 1000)
-    }),
-    body,
+    secret: secret.success,
+    deliveryId: delivery.id,
+    event: delivery.event,
+    body: delivery.body,
+    at: new Date(),
     timeoutMs: 10_000,
     policy,
     agents

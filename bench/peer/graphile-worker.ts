@@ -5,9 +5,9 @@
  * task, `run` with a concurrency equal to DISPATCHER_CONCURRENCY, one job per
  * delivery (the harness adds them in bulk with `addJobs`). The task sends the
  * same POST the dispatcher sends: the same body bytes (carried in the job),
- * the same signature headers (libs/domain/src/WebhookSignature.ts, the secret
- * decrypted per job as the dispatcher does it) and the same HTTP client
- * (apps/dispatcher/src/Receiver.ts `post` with its keep-alive agents). A
+ * the same signature headers and HTTP client as the dispatcher
+ * (apps/dispatcher/src/Receiver.ts `postAttempt`, with its keep-alive agents;
+ * the secret decrypted per job as the dispatcher does it). A
  * non-2xx answer throws, so graphile-worker retries it with its own backoff.
  *
  * The subscriptions' secrets are read once at start (a task that looked the
@@ -22,7 +22,6 @@ import { Logger, run } from "graphile-worker"
 import { Option, Result } from "effect"
 import pg from "pg"
 import * as WebhookSecret from "@school/domain/WebhookSecret"
-import * as Signature from "@school/domain/WebhookSignature"
 import * as Receiver from "../../apps/dispatcher/src/Receiver.ts"
 
 const connectionString = process.env["DATABASE_URL"] ?? ""
@@ -81,16 +80,13 @@ const main = async () => {
         if (ciphertext === undefined) throw new Error(`deliver: no subscription ${payload.subscriptionId}`)
         const secret = WebhookSecret.decrypt(keys, ciphertext)
         if (Result.isFailure(secret)) throw new Error(`deliver: ${secret.failure}`)
-        const outcome = await Receiver.post({
+        const outcome = await Receiver.postAttempt({
           url: payload.url,
-          headers: Signature.attemptHeaders({
-            secret: secret.success,
-            deliveryId: payload.deliveryId,
-            event: payload.event,
-            body: payload.body,
-            nowSeconds: Math.floor(Date.now() / 1000)
-          }),
+          secret: secret.success,
+          deliveryId: payload.deliveryId,
+          event: payload.event,
           body: payload.body,
+          at: new Date(),
           timeoutMs: 10_000,
           policy,
           agents

@@ -31,7 +31,6 @@
 import type { SqlError } from "effect/sql"
 import * as RetryPlan from "@school/domain/RetryPlan"
 import * as WebhookSecret from "@school/domain/WebhookSecret"
-import * as Signature from "@school/domain/WebhookSignature"
 import { type AttemptRecord, type Claimed, DeliveryQueue } from "@school/persistence/DeliveryQueue"
 import type { SettingsShape } from "@school/runtime/Settings"
 import { Context, Duration, Effect, FiberSet, Layer, Option, Queue, Result, Schedule, Stream } from "effect"
@@ -222,7 +221,7 @@ const make = (options: DispatcherOptions) =>
       })))
 
     /** One attempt: sign the stored body with this attempt's time, POST, queue the result. */
-    const attempt = (delivery: Claimed, body: string) =>
+    const attempt = (delivery: Claimed) =>
       Effect.gen(function*() {
         const at = new Date()
         const secret = WebhookSecret.decrypt(keys, delivery.secret_ciphertext)
@@ -236,16 +235,13 @@ const make = (options: DispatcherOptions) =>
             durationMs: 0
           }
           : yield* Effect.promise(() =>
-            Receiver.post({
+            Receiver.postAttempt({
               url: delivery.url,
-              headers: Signature.attemptHeaders({
-                secret: secret.success,
-                deliveryId: delivery.id,
-                event: delivery.event,
-                body,
-                nowSeconds: Math.floor(at.getTime() / 1000)
-              }),
-              body,
+              secret: secret.success,
+              deliveryId: delivery.id,
+              event: delivery.event,
+              body: delivery.body,
+              at,
               timeoutMs,
               policy,
               agents
@@ -299,7 +295,7 @@ const make = (options: DispatcherOptions) =>
           continue
         }
         inFlight++
-        starts.push(FiberSet.run(senders, attempt(next.delivery, next.delivery.body)))
+        starts.push(FiberSet.run(senders, attempt(next.delivery)))
       }
       return Effect.andThen(Effect.all(starts, { discard: true }), giveBack(stale))
     })

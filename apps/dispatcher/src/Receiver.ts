@@ -29,6 +29,7 @@ import * as Http from "node:http"
 import * as Https from "node:https"
 import { isIP, type LookupFunction } from "node:net"
 import * as ReceiverAddress from "@school/domain/ReceiverAddress"
+import * as Signature from "@school/domain/WebhookSignature"
 
 /** docs/decisions.md "Webhooks": the journal keeps this much of a response body. */
 export const RESPONSE_BODY_LIMIT = 4096
@@ -206,3 +207,35 @@ export const post = (options: PostOptions): Promise<Outcome> => {
     })
   })
 }
+
+/**
+ * One attempt of a delivery: the stored body signed with this attempt's
+ * time (libs/domain/src/WebhookSignature.ts `attemptHeaders`), POSTed once.
+ * The dispatcher and the benchmark's bare loop both send this way.
+ */
+export const postAttempt = (options: {
+  readonly url: string
+  readonly secret: string
+  readonly deliveryId: number
+  readonly event: string
+  readonly body: string
+  /** When the attempt starts: its `webhook-timestamp`. */
+  readonly at: Date
+  readonly timeoutMs: number
+  readonly policy: ReceiverAddress.Policy
+  readonly agents: Agents
+}): Promise<Outcome> =>
+  post({
+    url: options.url,
+    headers: Signature.attemptHeaders({
+      secret: options.secret,
+      deliveryId: options.deliveryId,
+      event: options.event,
+      body: options.body,
+      nowSeconds: Math.floor(options.at.getTime() / 1000)
+    }),
+    body: options.body,
+    timeoutMs: options.timeoutMs,
+    policy: options.policy,
+    agents: options.agents
+  })
