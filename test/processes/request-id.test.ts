@@ -1,14 +1,17 @@
 /**
  * Request ids (docs/operators.md "Request ids";
- * libs/runtime/src/RequestId.ts): every response of the API process and of
+ * libs/domain/src/RequestId.ts): every response of the API process and of
  * the dispatcher's health listener carries `X-Request-Id`, the request's own
  * value when it is 1 to 128 visible ASCII characters, else a new one; the
  * API's log lines of that request carry it as `request_id`.
  */
 import { assert, layer } from "@effect/vitest"
 import { freePort } from "@school/runtime/Ports"
-import * as RequestId from "@school/runtime/RequestId"
-import { Effect, Option } from "effect"
+import * as RequestId from "@school/domain/RequestId"
+import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"
+import { PublicApi } from "@school/domain/api/PublicApi"
+import { Effect, Option, Schema } from "effect"
+import { OpenApi } from "effect/http-api"
 import { rawClient, V1 } from "../support/Clients.ts"
 import { entryPoints, lines, runUntil, startDispatcher } from "../support/Processes.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
@@ -95,4 +98,35 @@ layer(TestDatabase.layer, { excludeTestServices: true })("request ids", (it) => 
       assert.match((yield* idOf("/health/live", { [RequestId.HEADER]: "a b" })) ?? "", GENERATED)
       assert.match((yield* idOf("/health/live")) ?? "", GENERATED)
     }).pipe(Effect.scoped), 30_000)
+
+  it("both OpenAPI documents declare the header on every answer of every operation", () => {
+    const Document = Schema.Struct({
+      paths: Schema.Record(
+        Schema.String,
+        Schema.Record(
+          Schema.String,
+          Schema.Struct({
+            responses: Schema.Record(Schema.String, Schema.Struct({ headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown)) }))
+          })
+        )
+      )
+    })
+    for (const document of [OpenApi.fromApi(PublicApi), OpenApi.fromApi(BackOfficeApi)]) {
+      const { paths } = Schema.decodeUnknownSync(Document)(JSON.parse(JSON.stringify(document)))
+      let answers = 0
+      for (const [path, operations] of Object.entries(paths)) {
+        for (const [method, operation] of Object.entries(operations)) {
+          for (const [status, response] of Object.entries(operation.responses)) {
+            answers++
+            assert.deepStrictEqual(response.headers?.[RequestId.HEADER], {
+              description: RequestId.DESCRIPTION,
+              required: true,
+              schema: RequestId.SCHEMA
+            }, `${method} ${path} ${status}`)
+          }
+        }
+      }
+      assert.isAtLeast(answers, 20)
+    }
+  })
 })

@@ -8,7 +8,7 @@
  * HttpApi encodes the rest with the same schemas.
  */
 import type { Encoded } from "@school/domain/ErrorTable"
-import * as RequestId from "@school/runtime/RequestId"
+import * as RequestId from "@school/domain/RequestId"
 import { HttpServerResponse } from "effect/http"
 import { STATUS_CODES } from "node:http"
 
@@ -39,7 +39,7 @@ export const errorMessage = (error: EncodableError): Uint8Array => {
     `Content-Type: ${JSON_CONTENT_TYPE}`,
     `Content-Length: ${bytes.length}`,
     ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
-    // No request was read, so no id of its own to echo: a new one (libs/runtime/src/RequestId.ts).
+    // No request was read, so no id of its own to echo: a new one (libs/domain/src/RequestId.ts).
     `X-Request-Id: ${RequestId.generate()}`,
     "Connection: close",
     "",

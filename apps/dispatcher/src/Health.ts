@@ -11,7 +11,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Http from "node:http"
-import * as RequestId from "@school/runtime/RequestId"
+import * as RequestId from "@school/domain/RequestId"
 import { Dispatcher } from "./Dispatcher.ts"
 
 const json = (response: Http.ServerResponse, status: number, body: unknown) => {
@@ -20,7 +20,7 @@ const json = (response: Http.ServerResponse, status: number, body: unknown) => {
   response.end(text)
 }
 
-/** The request's id (libs/runtime/src/RequestId.ts), on every answer. */
+/** The request's id (libs/domain/src/RequestId.ts), on every answer. */
 const withRequestId = (request: Http.IncomingMessage, response: Http.ServerResponse): void => {
   const sent = request.headers[RequestId.HEADER]
   response.setHeader(RequestId.HEADER, RequestId.of(typeof sent === "string" ? sent : undefined))

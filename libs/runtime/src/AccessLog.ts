@@ -11,12 +11,12 @@
  * the status is the one sent, after every rewrite of the response.
  *
  * `requestIds`, the other `serve` middleware here, gives each request its id
- * (libs/runtime/src/RequestId.ts); put it outside this one, so the access
+ * (libs/domain/src/RequestId.ts); put it outside this one, so the access
  * line carries the id too.
  */
 import { Effect, Exit } from "effect"
 import { FindMyWay, HttpEffect, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
-import * as RequestId from "./RequestId.ts"
+import * as RequestId from "@school/domain/RequestId"
 
 /** What an unmatched request is logged as. */
 export const NO_ROUTE = "(no route)"
@@ -65,7 +65,7 @@ export const middleware = (templateOf: (method: string, url: string) => string) 
 
 /**
  * `serve`'s middleware that gives each request its id
- * (libs/runtime/src/RequestId.ts): `X-Request-Id` on every answer, the
+ * (libs/domain/src/RequestId.ts): `X-Request-Id` on every answer, the
  * router's own included, and `request_id` on every log line of the request.
  * The header is set just before the response is sent: a change made to the
  * response in `serve`'s middleware itself would come too late.

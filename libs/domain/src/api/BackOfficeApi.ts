@@ -10,6 +10,7 @@ import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import * as Errors from "../BackOfficeErrors.ts"
 import { Timestamp } from "../Timestamps.ts"
+import { documentRequestId } from "./OpenApiAdjustments.ts"
 import { ApiKeysGroup, EmployeesGroup } from "./backoffice/Staff.ts"
 import { InboxGroup, LeadsGroup } from "./backoffice/LeadSection.ts"
 import { ReferenceGroup, StudentsGroup } from "./backoffice/School.ts"
@@ -64,6 +65,7 @@ export class BackOfficeApi extends HttpApi.make("crm-v1")
     version: "1",
     description:
       "The school's own staff. Sign in with POST /sessions; then the crm_session cookie or " +
-      "`Authorization: Session <token>`. Errors use the envelope `{ success: false, code, message, fields? }`."
+      "`Authorization: Session <token>`. Errors use the envelope `{ success: false, code, message, fields? }`.",
+    transform: documentRequestId
   }))
 {}

@@ -1,12 +1,14 @@
 /**
  * What the generated OpenAPI document says differently from what HttpApi
  * derives, and why: the Idempotency-Key header as the specification spells
- * it, with its rule; request bodies that accept unknown fields. Everything
+ * it, with its rule; request bodies that accept unknown fields; the bearer
+ * scheme's name in lower case; X-Request-Id on every answer. Everything
  * else (envelopes, statuses, the 429's `Retry-After`) comes from the
  * contract itself.
  */
 import { Predicate } from "effect"
 import * as Idempotency from "../Idempotency.ts"
+import * as RequestId from "../RequestId.ts"
 
 type Json = Record<string, unknown>
 
@@ -67,6 +69,26 @@ export const lowerCaseHttpSchemes = (spec: Json): Json => {
   for (const scheme of valuesOf(schemes)) {
     if (isJson(scheme) && scheme["type"] === "http" && typeof scheme["scheme"] === "string") {
       scheme["scheme"] = scheme["scheme"].toLowerCase()
+    }
+  }
+  return spec
+}
+
+/**
+ * A document transform: every answer of every operation carries
+ * `X-Request-Id` (docs/operators.md "Request ids"), as HttpApi cannot
+ * declare a header on every response.
+ */
+export const documentRequestId = (spec: Json): Json => {
+  for (const operations of valuesOf(spec["paths"])) {
+    for (const operation of valuesOf(operations)) {
+      for (const response of valuesOf(isJson(operation) ? operation["responses"] : undefined)) {
+        if (!isJson(response)) continue
+        response["headers"] = {
+          ...(isJson(response["headers"]) ? response["headers"] : {}),
+          [RequestId.HEADER]: { description: RequestId.DESCRIPTION, required: true, schema: RequestId.SCHEMA }
+        }
+      }
     }
   }
   return spec

@@ -17,7 +17,7 @@ import * as Models from "../Models.ts"
 import { Meta, Page, PerPage } from "../Pagination.ts"
 import { IsoInstant } from "../Timestamps.ts"
 import { Authentication, readStack, writeStack } from "./Middleware.ts"
-import { allowUnknownBodyFields, documentIdempotencyKey, lowerCaseHttpSchemes } from "./OpenApiAdjustments.ts"
+import { allowUnknownBodyFields, documentIdempotencyKey, documentRequestId, lowerCaseHttpSchemes } from "./OpenApiAdjustments.ts"
 
 export const BASE_PATH = "/api/public/v1"
 
@@ -153,6 +153,6 @@ export class PublicApi extends HttpApi.make("public-v1")
     description:
       "Read and write a school's data. Every request carries `Authorization: Bearer svc_<prefix>_<secret>`. " +
       "Errors use the envelope `{ error: { code, message, fields? } }`.",
-    transform: (spec) => lowerCaseHttpSchemes(allowUnknownBodyFields(spec))
+    transform: (spec) => documentRequestId(lowerCaseHttpSchemes(allowUnknownBodyFields(spec)))
   }))
 {}

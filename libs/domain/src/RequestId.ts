@@ -17,6 +17,13 @@ export const MAX_LENGTH = 128
 /** 1 to 128 characters, each visible ASCII (0x21 to 0x7E). */
 const SANE = /^[\x21-\x7e]{1,128}$/
 
+/** How the OpenAPI documents describe the header. */
+export const DESCRIPTION = "The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII " +
+  "characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it."
+
+/** Its JSON schema in the OpenAPI documents. */
+export const SCHEMA = { type: "string", minLength: 1, maxLength: MAX_LENGTH, pattern: "^[\\x21-\\x7E]+$" } as const
+
 /** The value a client sent, when it is sane. */
 export const sane = (value: string | undefined): string | undefined =>
   value !== undefined && SANE.test(value) ? value : undefined
