@@ -34,7 +34,7 @@ import { StaffHandlersNoDeps, StaffRepositories } from "./http/backoffice/Staff.
 import { webhookConfigLayer, WebhooksHandlersNoDeps, WebhooksRepositories } from "./http/backoffice/Webhooks.ts"
 import { CatalogHandlersNoDeps } from "./http/Catalog.ts"
 import { DemoLessonsHandlersNoDeps } from "./http/DemoLessons.ts"
-import { EnrollmentsHandlersNoDeps } from "./http/Enrollments.ts"
+import { EnrollmentListHandlersNoDeps, EnrollmentsHandlersNoDeps } from "./http/Enrollments.ts"
 import { LeadsHandlersNoDeps } from "./http/Leads.ts"
 import { PaymentsHandlersNoDeps } from "./http/Payments.ts"
 import { StudentsHandlersNoDeps } from "./http/Students.ts"
@@ -143,7 +143,8 @@ export const AppRoutesNoDeps = Layer.mergeAll(
       CatalogHandlersNoDeps,
       LeadsHandlersNoDeps,
       DemoLessonsHandlersNoDeps,
-      EnrollmentsHandlersNoDeps
+      EnrollmentsHandlersNoDeps,
+      EnrollmentListHandlersNoDeps
     ]),
     Layer.provide([AuthenticationLive, RequireWriteScopeLive, IdempotentWriteLive, RequestValidationLive])
   ),

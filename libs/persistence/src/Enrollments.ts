@@ -13,8 +13,9 @@
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { Enrollments as EnrollmentRules, Errors, type Ids } from "@school/domain"
+import { Enrollments as EnrollmentRules, Errors, type Ids, Pagination } from "@school/domain"
 import { insertEvents } from "./Outbox.ts"
+import { pageReader, type PageResult } from "./Paging.ts"
 
 const decodeEnrollment = Schema.decodeUnknownEffect(EnrollmentRules.Enrollment)
 
@@ -34,6 +35,8 @@ const alreadyEnrolled = (studentId: Ids.StudentId, groupId: Ids.GroupId) =>
 
 export class Enrollments extends Context.Service<Enrollments, {
   enroll(schoolId: Ids.SchoolId, studentId: Ids.StudentId, groupId: Ids.GroupId): Effect.Effect<EnrollmentRules.Enrollment, EnrollError>
+  /** The school's active enrollments (not ended), ascending id, one page and the total. */
+  listActive(schoolId: Ids.SchoolId, page: Pagination.PageRequest): Effect.Effect<PageResult<EnrollmentRules.Enrollment>>
 }>()("school/persistence/Enrollments") {
   static readonly layer = Layer.effect(
     Enrollments,
@@ -105,7 +108,19 @@ export class Enrollments extends Context.Service<Enrollments, {
         return yield* Effect.orDie(decodeEnrollment(rows[0]))
       })
 
-      return Enrollments.of({ enroll })
+      const readPage = pageReader(sql, EnrollmentRules.Enrollment)
+      const listActive = (schoolId: Ids.SchoolId, page: Pagination.PageRequest) => {
+        const { limit, offset } = Pagination.toWindow(page)
+        // The page walks the primary key (school_id, id); the count, the partial index of active enrollments.
+        return readPage(
+          sql`SELECT count(*)::int AS total FROM enrollments WHERE school_id = ${schoolId} AND ended_at IS NULL`,
+          sql`SELECT id, student_id, group_id, api_ts(enrolled_at) AS enrolled_at
+              FROM enrollments WHERE school_id = ${schoolId} AND ended_at IS NULL
+              ORDER BY id LIMIT ${limit} OFFSET ${offset}`
+        )
+      }
+
+      return Enrollments.of({ enroll, listActive })
     })
   )
 }

@@ -1,6 +1,10 @@
-/** POST /students/{id}/groups (spec 4.2, docs/decisions.md "Writes"): one repository call. */
+/**
+ * POST /students/{id}/groups (spec 4.2, docs/decisions.md "Writes") and GET
+ * /enrollments (docs/decisions.md "Enrollments in bulk"): one repository call each.
+ */
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
+import { Pagination } from "@school/domain"
 import { CurrentKey } from "@school/domain/api/Middleware"
 import { PublicApi } from "@school/domain/api/PublicApi"
 import { Enrollments } from "@school/persistence/Enrollments"
@@ -13,6 +17,20 @@ export const EnrollmentsHandlersNoDeps = HttpApiBuilder.group(
     return handlers.handle("create", Effect.fnUntraced(function*({ params, payload }) {
       const { schoolId } = yield* CurrentKey
       return { data: yield* enrollments.enroll(schoolId, params.id, payload.group_id) }
+    }))
+  })
+)
+
+export const EnrollmentListHandlersNoDeps = HttpApiBuilder.group(
+  PublicApi,
+  "enrollmentList",
+  Effect.fnUntraced(function*(handlers) {
+    const enrollments = yield* Enrollments
+    return handlers.handle("list", Effect.fnUntraced(function*({ query }) {
+      const { schoolId } = yield* CurrentKey
+      const page = Pagination.pageRequest(query)
+      const { items, total } = yield* enrollments.listActive(schoolId, page)
+      return { data: items, meta: Pagination.meta(page, total) }
     }))
   })
 )

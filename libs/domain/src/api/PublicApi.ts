@@ -135,12 +135,27 @@ export class EnrollmentsGroup extends writeStack(
   )
 ) {}
 
+/**
+ * The school's active enrollments in one list (docs/decisions.md "Enrollments
+ * in bulk"): a sync reads who is in which group 100 at a time, not one card
+ * per student. A group of its own, as the write beside it needs write scope.
+ */
+export class EnrollmentListGroup extends readStack(
+  HttpApiGroup.make("enrollmentList").add(
+    HttpApiEndpoint.get("list", "/enrollments", {
+      query: pagination,
+      success: list(Enrollments.Enrollment)
+    }).annotate(OpenApi.Summary, "List the school's active enrollments (who is in which group)")
+  )
+) {}
+
 export class PublicApi extends HttpApi.make("public-v1")
   .add(StudentsGroup)
   .add(PaymentsGroup)
   .add(GroupsGroup)
   .add(LessonsGroup)
   .add(ReferenceGroup)
+  .add(EnrollmentListGroup)
   .add(LeadsGroup)
   .add(DemoLessonsGroup)
   .add(EnrollmentsGroup)
