@@ -118,6 +118,9 @@ layer(TestDatabase.layer, { excludeTestServices: true })("the API process on SIG
 
       const signalled = Date.now()
       api.stop()
+      // A second SIGTERM (an impatient operator) changes nothing.
+      yield* Effect.sleep("50 millis")
+      api.stop()
       const ready = yield* until(`${base}/health/ready`, (status) => status !== 200, 1_000)
       assert.strictEqual(ready.status, 503, ready.body)
       assert.deepStrictEqual(JSON.parse(ready.body), SHUTTING_DOWN)
