@@ -5,6 +5,10 @@
  * - /health/live and /health/ready on DISPATCHER_PORT;
  * - SIGTERM with an attempt in flight: the attempt finishes (here: times
  *   out), is recorded, and the process exits 0;
+ * - SIGTERM with SHUTDOWN_DELAY (docs/operators.md "Shutdown"): /health/ready
+ *   answers 503 shutting_down at once and until the process exits, while it
+ *   goes on delivering for the delay; then the attempt in flight is
+ *   recorded, nothing is left leased, and it exits 0;
  * - SIGKILL while deliveries are in flight, then a restart: every event
  *   arrives; the only duplicates are deliveries that were in flight;
  * - two dispatchers on one database and 1,000 events: every event
@@ -23,6 +27,8 @@ const env = {
   WEBHOOK_RETRY_DELAYS: "100ms,200ms,300ms",
   WEBHOOK_TIMEOUT: "1s"
 }
+
+const SHUTTING_DOWN = { error: { code: "shutting_down", message: "The process is stopping." } }
 
 const get = (url: string) =>
   Effect.promise(async () => {
@@ -61,6 +67,48 @@ layer(TestDatabase.layer, { excludeTestServices: true })("the dispatcher process
       assert.isBelow(Date.now() - signalled, 4_000)
       const attempts = yield* T.attempts(schoolId)
       assert.deepStrictEqual(attempts.map((a) => [a.attempt, a.error]), [[1, "timeout"]])
+      const sql = yield* SqlClient.SqlClient
+      const leased = yield* sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM webhook_deliveries WHERE school_id = ${schoolId} AND lease_until IS NOT NULL`
+      assert.strictEqual(leased[0]?.n, 0, "no lease left behind")
+      yield* T.setStatus(schoolId, sub.id, "disabled")
+    }))
+
+  it.effect("SHUTDOWN_DELAY: readiness 503 shutting_down at once, deliveries go on for the delay, then the stop; exit 0", () =>
+    Effect.gen(function*() {
+      const database = yield* TestDatabase
+      const { schoolId } = yield* T.school("Delay school")
+      const receiver = yield* startReceiver()
+      const sub = yield* T.subscription(schoolId, receiver.url)
+      const dispatcher = yield* startDispatcher(database.url, { ...env, WEBHOOK_TIMEOUT: "2s", SHUTDOWN_DELAY: "1500ms" })
+      const base = `http://127.0.0.1:${dispatcher.port}`
+      yield* T.leads(schoolId, 1, "Before")
+      yield* receiver.waitFor(1)
+
+      const signalled = Date.now()
+      dispatcher.signal("SIGTERM")
+      const ready = yield* T.eventually("readiness turns", get(`${base}/health/ready`), (answer) => answer.status !== 200, 1_000)
+      assert.deepStrictEqual(ready, { status: 503, body: JSON.stringify(SHUTTING_DOWN) })
+      assert.deepStrictEqual(yield* get(`${base}/health/live`), { status: 200, body: `{"status":"ok"}` })
+      // Still delivering during the delay; the last attempt hangs past its end.
+      yield* T.leads(schoolId, 1, "During")
+      yield* receiver.waitFor(2, 1_000)
+      receiver.setBehaviour(() => hang)
+      yield* T.leads(schoolId, 1, "Last")
+      yield* receiver.waitFor(3, 1_000)
+      assert.isBelow(Date.now() - signalled, 1_500, "all three arrived within the delay")
+
+      // After the delay the loop stops; the health routes answer until the attempt in flight is recorded.
+      yield* Effect.sleep(Math.max(0, signalled + 1_700 - Date.now()))
+      assert.deepStrictEqual(yield* get(`${base}/health/ready`), { status: 503, body: JSON.stringify(SHUTTING_DOWN) })
+      const code = yield* Effect.promise(() => dispatcher.exited)
+      assert.strictEqual(code, 0, dispatcher.log())
+      assert.isAtLeast(Date.now() - signalled, 1_500)
+
+      const attempts = yield* T.attempts(schoolId)
+      assert.deepStrictEqual(attempts.map((a) => [a.response_code, a.error]), [[204, null], [204, null], [null, "timeout"]])
+      const rows = yield* T.deliveries(schoolId)
+      assert.deepStrictEqual(rows.map((row) => row.status), ["delivered", "delivered", "pending"], "the last one waits for its retry")
       const sql = yield* SqlClient.SqlClient
       const leased = yield* sql<{ n: number }>`
         SELECT count(*)::int AS n FROM webhook_deliveries WHERE school_id = ${schoolId} AND lease_until IS NOT NULL`

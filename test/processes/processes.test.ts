@@ -28,6 +28,16 @@ describe("settings", () => {
       assert.strictEqual(settings.dispatcherConcurrency, 32)
       assert.isTrue(Option.isNone(settings.dataDir))
       assert.deepStrictEqual(Option.map(settings.rateLimitWindow, Duration.toMillis), Option.some(60_000))
+      assert.strictEqual(Duration.toMillis(settings.shutdownDelay), 0)
+      assert.strictEqual(Duration.toMillis(settings.shutdownTimeout), 10_000)
+    }))
+
+  it.effect("SHUTDOWN_DELAY and SHUTDOWN_TIMEOUT (docs/operators.md \"Shutdown\")", () =>
+    Effect.gen(function*() {
+      const settings = yield* loadFrom({ SHUTDOWN_DELAY: "5s", SHUTDOWN_TIMEOUT: "1m" })
+      assert.strictEqual(Duration.toMillis(settings.shutdownDelay), 5_000)
+      assert.strictEqual(Duration.toMillis(settings.shutdownTimeout), 60_000)
+      assert.strictEqual(Duration.toMillis((yield* loadFrom({ SHUTDOWN_DELAY: "0s" })).shutdownDelay), 0)
     }))
 
   it.effect("values as the contract writes them", () =>
@@ -80,7 +90,11 @@ describe("settings", () => {
     ["WEBHOOK_ALLOW_INSECURE_URLS", "maybe", "invalid setting WEBHOOK_ALLOW_INSECURE_URLS"],
     ["DISPATCHER_CONCURRENCY", "0", "invalid setting DISPATCHER_CONCURRENCY"],
     ["SESSION_TTL", "0s", "invalid setting SESSION_TTL"],
-    ["SESSION_TTL", "12", "invalid setting SESSION_TTL"]
+    ["SESSION_TTL", "12", "invalid setting SESSION_TTL"],
+    ["SHUTDOWN_DELAY", "5", "invalid setting SHUTDOWN_DELAY: expected a duration like 250ms, 5s, 1m or 2h, got \"5\""],
+    ["SHUTDOWN_DELAY", "-1s", "invalid setting SHUTDOWN_DELAY"],
+    ["SHUTDOWN_TIMEOUT", "0s", "invalid setting SHUTDOWN_TIMEOUT: expected a positive duration"],
+    ["SHUTDOWN_TIMEOUT", "soon", "invalid setting SHUTDOWN_TIMEOUT"]
   ] as const)("malformed %s=%s is named", ([name, value, message]) =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(loadFrom({ [name]: value }))
@@ -113,7 +127,9 @@ describe("a malformed setting stops the process at start", () => {
   it.live.each([
     ["cli", entryPoints.cli, ["demo", "seed", "--json"], { PORT: "abc" }, "PORT"],
     ["migrate", entryPoints.migrate, [], { LOG_LEVEL: "loud" }, "LOG_LEVEL"],
-    ["dispatcher", entryPoints.dispatcher, [], { WEBHOOK_RETRY_DELAYS: "1m,soon" }, "WEBHOOK_RETRY_DELAYS"]
+    ["dispatcher", entryPoints.dispatcher, [], { WEBHOOK_RETRY_DELAYS: "1m,soon" }, "WEBHOOK_RETRY_DELAYS"],
+    ["api", entryPoints.api, [], { SHUTDOWN_DELAY: "soon" }, "SHUTDOWN_DELAY"],
+    ["dispatcher", entryPoints.dispatcher, [], { SHUTDOWN_TIMEOUT: "0s" }, "SHUTDOWN_TIMEOUT"]
   ] as const)("%s: one line naming it, non-zero exit", ([, script, args, env, name]) =>
     Effect.gen(function*() {
       const result = yield* run(script, args, { ...env, DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" })

@@ -42,7 +42,9 @@ const settingNames = [
   "DISPATCHER_PORT",
   "DELIVERY_RETENTION",
   "RATE_LIMIT_WINDOW",
-  "SESSION_TTL"
+  "SESSION_TTL",
+  "SHUTDOWN_DELAY",
+  "SHUTDOWN_TIMEOUT"
 ]
 
 const environment = (env: Readonly<Record<string, string>>): NodeJS.ProcessEnv => {
@@ -112,6 +114,8 @@ export interface RunningApi {
   readonly exited: Promise<number | null>
   /** Sends SIGTERM. */
   readonly stop: () => void
+  /** Everything it printed so far. */
+  readonly log: () => string
 }
 
 /**
@@ -130,7 +134,7 @@ export const startApi = (databaseUrl: string, port: number, env: Readonly<Record
       let log = ""
       const onData = (chunk: Buffer) => {
         log += chunk.toString()
-        if (log.includes("Listening on")) resume(Effect.succeed({ exited, stop: () => child.kill("SIGTERM") }))
+        if (log.includes("Listening on")) resume(Effect.succeed({ exited, stop: () => child.kill("SIGTERM"), log: () => log }))
       }
       child.stdout?.on("data", onData)
       child.stderr?.on("data", onData)

@@ -1,4 +1,9 @@
-/** Liveness and readiness for orchestrators: ready means the database answers. */
+/**
+ * Liveness and readiness for orchestrators (docs/operators.md "Process
+ * endpoints"): ready means the database answers and the process is not
+ * stopping (libs/runtime/src/Shutdown.ts: 503 `shutting_down` from SIGTERM on).
+ */
+import { Stopping, SHUTTING_DOWN } from "@school/runtime/Shutdown"
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
@@ -9,19 +14,21 @@ export const HealthRoutes = Layer.mergeAll(
   HttpRouter.add("GET", "/health/live", HttpServerResponse.jsonUnsafe({ status: "ok" })),
   HttpRouter.use(Effect.fnUntraced(function*(router) {
     const sql = yield* SqlClient.SqlClient
+    const { stopping } = yield* Stopping
+    const database = sql`SELECT 1`.pipe(
+      Effect.timeout("2 seconds"),
+      Effect.as(HttpServerResponse.jsonUnsafe({ status: "ready" })),
+      Effect.catchCause(() =>
+        Effect.succeed(HttpServerResponse.jsonUnsafe(
+          { error: { code: "not_ready", message: "The database does not answer." } },
+          { status: 503 }
+        ))
+      )
+    )
     yield* router.add(
       "GET",
       "/health/ready",
-      sql`SELECT 1`.pipe(
-        Effect.timeout("2 seconds"),
-        Effect.as(HttpServerResponse.jsonUnsafe({ status: "ready" })),
-        Effect.catchCause(() =>
-          Effect.succeed(HttpServerResponse.jsonUnsafe(
-            { error: { code: "not_ready", message: "The database does not answer." } },
-            { status: 503 }
-          ))
-        )
-      )
+      Effect.flatMap(stopping, (stop) => stop ? Effect.succeed(HttpServerResponse.jsonUnsafe(SHUTTING_DOWN, { status: 503 })) : database)
     )
   }))
 )

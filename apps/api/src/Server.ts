@@ -6,7 +6,7 @@
  * everything else.
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { ByteSize, type Duration, type Effect, Layer, type Option } from "effect"
+import { ByteSize, Duration, type Effect, Layer, type Option } from "effect"
 import { type FindMyWay, HttpIncomingMessage, HttpRouter, type HttpServerResponse } from "effect/http"
 import { HttpApi, HttpApiBuilder } from "effect/http-api"
 import { createServer, type Server } from "node:http"
@@ -21,6 +21,7 @@ import { Payments } from "@school/persistence/Payments"
 import { Sessions } from "@school/persistence/Sessions"
 import * as Sql from "@school/persistence/Sql"
 import * as AccessLog from "@school/runtime/AccessLog"
+import { closeWhenIdle } from "@school/runtime/Shutdown"
 import type { SettingsShape } from "@school/runtime/Settings"
 import { Students } from "@school/persistence/Students"
 import { AuthenticationLive } from "./Authentication.ts"
@@ -192,17 +193,25 @@ export interface ServerOptions {
   readonly statementTimeout?: Duration.Duration
   /** DATABASE_ACQUIRE_TIMEOUT (docs/operators.md "Settings"; none when omitted). */
   readonly acquireTimeout?: Duration.Duration
+  /** SHUTDOWN_TIMEOUT (docs/operators.md "Shutdown"; default 10 s). */
+  readonly shutdownTimeout?: Duration.Duration
 }
+
+/** SHUTDOWN_TIMEOUT's default (libs/runtime/src/Settings.ts) for servers built without settings. */
+const DEFAULT_SHUTDOWN_TIMEOUT = Duration.seconds(10)
 
 /**
  * The Node HTTP server the API listens with: what its parser refuses is
  * answered in the envelope (`clientError`), and Node's own Host check, which
  * answers with an empty body, gives way to the app's (apps/api/src/ParserErrors.ts).
+ * Closing it lets the requests in flight finish, keeps no idle keep-alive
+ * connection open, and cuts what is left after `shutdownTimeout`
+ * (libs/runtime/src/Shutdown.ts `closeWhenIdle`; docs/operators.md "Shutdown").
  */
-export const createApiServer = (): Server => {
+export const createApiServer = (shutdownTimeout: Duration.Duration = DEFAULT_SHUTDOWN_TIMEOUT): Server => {
   const server = createServer({ requireHostHeader: false })
   server.on("clientError", onClientError)
-  return server
+  return closeWhenIdle(server, shutdownTimeout)
 }
 
 /** The server's options as the settings give them (docs/operators.md "Settings"). */
@@ -215,7 +224,8 @@ export const serverOptions = (settings: SettingsShape, databaseUrl: string): Ser
   sessionTtl: settings.sessionTtl,
   webhooks: { allowInsecureUrls: settings.webhookAllowInsecureUrls, secretKey: settings.webhookSecretKey },
   statementTimeout: settings.databaseStatementTimeout,
-  acquireTimeout: settings.databaseAcquireTimeout
+  acquireTimeout: settings.databaseAcquireTimeout,
+  shutdownTimeout: settings.shutdownTimeout
 })
 
 /**
@@ -225,7 +235,12 @@ export const serverOptions = (settings: SettingsShape, databaseUrl: string): Ser
  */
 export const ServerLayerNoDeps = (options: Omit<ServerOptions, "databaseUrl" | "maxConnections" | "statementTimeout" | "acquireTimeout">) =>
   Layer.merge(HttpRouter.serve(AppRoutesNoDeps, { disableLogger: true, middleware: serveMiddleware }), IdempotencyPurge).pipe(
-    Layer.provide(NodeHttpServer.layer(createApiServer, { port: options.port, host: options.host })),
+    Layer.provide(NodeHttpServer.layer(() => createApiServer(options.shutdownTimeout), {
+      port: options.port,
+      host: options.host,
+      // Our server cuts what is left at shutdownTimeout; Effect's own wait (20 s by default) must not give up first.
+      gracefulShutdownTimeout: Duration.sum(options.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT, Duration.seconds(1))
+    })),
     Layer.provide(
       options.rateLimitWindow === undefined
         ? Layer.empty

@@ -4,7 +4,8 @@
  * (apps/api/src/Health.ts) on DISPATCHER_PORT: `/health/live` is 200 while
  * the process runs; `/health/ready` is 200 while the delivery loop's last
  * step reached the database and `SELECT 1` answers within 2 s, else 503
- * `not_ready` (the database away, or the dispatcher stopping).
+ * `not_ready` (the database away), or 503 `shutting_down` from SIGTERM on
+ * (libs/runtime/src/Shutdown.ts; docs/operators.md "Shutdown").
  *
  * A plain node:http server: two fixed routes need no router.
  */
@@ -12,6 +13,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Http from "node:http"
 import * as RequestId from "@school/domain/RequestId"
+import { SHUTTING_DOWN, Stopping } from "@school/runtime/Shutdown"
 import { Dispatcher } from "./Dispatcher.ts"
 
 const json = (response: Http.ServerResponse, status: number, body: unknown) => {
@@ -27,6 +29,7 @@ const withRequestId = (request: Http.IncomingMessage, response: Http.ServerRespo
 }
 
 const NOT_READY = { error: { code: "not_ready", message: "The database does not answer." } }
+const READY = { status: "ready" }
 
 /**
  * Listens on `host`:`port` (0: a free port) until the scope closes; the
@@ -36,9 +39,11 @@ export const serveHealth = (host: string, port: number) =>
   Effect.gen(function*() {
     const dispatcher = yield* Dispatcher
     const sql = yield* SqlClient.SqlClient
+    const { stopping } = yield* Stopping
     const ready = Effect.gen(function*() {
-      if (!(yield* dispatcher.ready)) return false
-      return yield* sql`SELECT 1`.pipe(Effect.timeout("2 seconds"), Effect.as(true), Effect.orElseSucceed(() => false))
+      if (yield* stopping) return SHUTTING_DOWN
+      if (!(yield* dispatcher.ready)) return NOT_READY
+      return yield* sql`SELECT 1`.pipe(Effect.timeout("2 seconds"), Effect.as(READY), Effect.orElseSucceed(() => NOT_READY))
     })
     const server = Http.createServer((request, response) => {
       withRequestId(request, response)
@@ -47,7 +52,7 @@ export const serveHealth = (host: string, port: number) =>
       if (path === "/health/live") return json(response, 200, { status: "ok" })
       if (path === "/health/ready") {
         return void Effect.runPromise(ready).then(
-          (ok) => ok ? json(response, 200, { status: "ready" }) : json(response, 503, NOT_READY),
+          (answer) => json(response, answer === READY ? 200 : 503, answer),
           () => json(response, 503, NOT_READY)
         )
       }

@@ -2,9 +2,11 @@
  * The dispatcher process (docs/development.md "apps/dispatcher"; spec 6.5):
  * reads the settings, connects to DATABASE_URL, runs the delivery loop
  * (apps/dispatcher/src/Dispatcher.ts) and serves /health/live and
- * /health/ready on HOST:DISPATCHER_PORT, until SIGTERM/SIGINT: then it
- * stops claiming, lets the attempts in flight finish (WEBHOOK_TIMEOUT at
- * most), records them and exits 0. It says "dispatcher ready" (with the
+ * /health/ready on HOST:DISPATCHER_PORT, until SIGTERM/SIGINT: then
+ * (docs/operators.md "Shutdown") /health/ready answers 503 `shutting_down`
+ * while it goes on delivering for SHUTDOWN_DELAY; then it stops claiming,
+ * lets the attempts in flight finish (WEBHOOK_TIMEOUT at most), records
+ * them, closes its health routes last and exits 0. It says "dispatcher ready" (with the
  * port) once it runs. A database unreachable at start is one line and exit
  * 1 (as the API); one that goes away later is logged and waited for, and the
  * process keeps running.
@@ -15,7 +17,8 @@ import * as Sql from "@school/persistence/Sql"
 import { runMain } from "@school/runtime/Main"
 import { cannotListen } from "@school/runtime/Ports"
 import { InvalidSetting, Settings } from "@school/runtime/Settings"
-import { Duration, Effect, Layer, Option } from "effect"
+import * as Shutdown from "@school/runtime/Shutdown"
+import { Duration, Effect, Exit, Layer, Option, Scope } from "effect"
 import { Dispatcher, optionsFromSettings } from "./Dispatcher.ts"
 import { serveHealth } from "./Health.ts"
 
@@ -40,11 +43,16 @@ const program = Effect.gen(function*() {
   const pool = yield* Layer.build(database).pipe(Effect.orDie)
   // Reachable at start, or one line and exit 1; once running, an outage is waited for.
   yield* checkConnection(settings.databaseUrl.value).pipe(Effect.provideContext(pool))
-  const context = yield* Layer.build(
-    Dispatcher.layer(options).pipe(Layer.provideMerge(DeliveryQueue.layer), Layer.provideMerge(Layer.succeedContext(pool)))
+  // The loop gets a scope of its own, so a stop can end it while the health routes still answer.
+  const loopScope = yield* Effect.acquireRelease(Scope.make(), (scope, exit) => Scope.close(scope, exit))
+  const context = yield* Layer.buildWithScope(
+    Dispatcher.layer(options).pipe(Layer.provideMerge(DeliveryQueue.layer), Layer.provideMerge(Layer.succeedContext(pool))),
+    loopScope
   )
+  const shutdown = yield* Shutdown.make
   const port = yield* serveHealth(settings.host, settings.dispatcherPort).pipe(
     Effect.provideContext(context),
+    Effect.provideService(Shutdown.Stopping, shutdown),
     Effect.catch((cause) =>
       cannotListen({ host: settings.host, port: settings.dispatcherPort, setting: "DISPATCHER_PORT", cause })
     )
@@ -54,6 +62,10 @@ const program = Effect.gen(function*() {
     concurrency: options.concurrency,
     timeout: Duration.format(options.timeout)
   })
+  // On SIGTERM, in the reverse order of these two: readiness 503 and SHUTDOWN_DELAY; then the loop
+  // stops; the health routes close after it.
+  yield* Effect.addFinalizer(() => Scope.close(loopScope, Exit.void))
+  yield* Shutdown.drainFirst(shutdown, settings.shutdownDelay)
   return yield* Effect.never
 }).pipe(Effect.scoped, Effect.provide(Settings.layerWithLogging))
 

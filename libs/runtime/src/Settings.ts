@@ -86,6 +86,10 @@ export interface SettingsShape {
   readonly databaseAcquireTimeout: Duration.Duration
   /** `SESSION_TTL` (default 12 h): how long a back-office session lasts. */
   readonly sessionTtl: Duration.Duration
+  /** `SHUTDOWN_DELAY` (default 0 s): after SIGTERM, how long a process keeps serving while its readiness says 503. */
+  readonly shutdownDelay: Duration.Duration
+  /** `SHUTDOWN_TIMEOUT` (default 10 s): how long the API then waits for the requests in flight before cutting them. */
+  readonly shutdownTimeout: Duration.Duration
 }
 
 // ---------------------------------------------------------------------------
@@ -275,7 +279,9 @@ const settings = Config.all({
   sessionTtl: Config.schema(PositiveDurationText, "SESSION_TTL").pipe(Config.withDefault(DEFAULT_TTL)),
   databaseAcquireTimeout: Config.schema(PositiveDurationText, "DATABASE_ACQUIRE_TIMEOUT").pipe(
     Config.withDefault(Duration.seconds(2))
-  )
+  ),
+  shutdownDelay: Config.schema(DurationText, "SHUTDOWN_DELAY").pipe(Config.withDefault(Duration.zero)),
+  shutdownTimeout: Config.schema(PositiveDurationText, "SHUTDOWN_TIMEOUT").pipe(Config.withDefault(Duration.seconds(10)))
 })
 
 /** Settings whose value is a secret: a malformed one is reported without its text. */
