@@ -1,0 +1,238 @@
+/**
+ * The public API's client, derived from its contract (`PublicApi`) with
+ * `HttpApiClient`: one method per endpoint, grouped as the contract groups
+ * them, success bodies decoded to the contract's shapes and every declared
+ * error to its class (`Errors.NotFound`, `Errors.RateLimitExceeded`, …).
+ *
+ * What it adds to the derived client (docs/integrators.md "Client kit and
+ * examples"):
+ * - the key, as `Authorization: Bearer …` on every request (spec 5.1);
+ * - repeats by `RetryPolicy`: 429 after `Retry-After`, doubling on each
+ *   repeat, bounded (spec 4.3 rule 3, spec 8); also 408, 5xx and requests
+ *   that got no answer;
+ * - one `Idempotency-Key` per logical write (spec 4.1): a write made through
+ *   `write` or the Promise facade gets a fresh UUID unless one is given, and
+ *   every repeat of that write (after a 429, a 5xx, a lost connection, a 409
+ *   idempotency_in_progress) sends the same key, so the service runs it at
+ *   most once; a repeat answered from the stored result
+ *   (`Idempotent-Replayed: true`) is the write's success (spec 4.3 rule 1).
+ *
+ * Two faces: `make` gives the Effect client; `makeClient` gives Promises for
+ * a plain Node project (`await client.students.list({ per_page: 100 })`).
+ */
+import { Effect, Schema } from "effect"
+import { FetchHttpClient, HttpClient, HttpClientRequest, HttpClientResponse } from "effect/http"
+import { HttpApiClient } from "effect/http-api"
+import { Errors } from "@school/domain"
+import * as DemoLessons from "@school/domain/DemoLessons"
+import * as Enrollments from "@school/domain/Enrollments"
+import * as Ids from "@school/domain/Ids"
+import * as Leads from "@school/domain/Leads"
+import { PublicApi } from "@school/domain/api/PublicApi"
+import { randomUUID } from "node:crypto"
+import * as RetryPolicy from "./RetryPolicy.ts"
+
+/** The client `HttpApiClient` derives from the contract. */
+export type PublicClient = HttpApiClient.ForApi<typeof PublicApi>
+
+export interface ClientOptions {
+  /** The service's origin, e.g. `http://127.0.0.1:3000` (the contract adds `/api/public/v1`). */
+  readonly baseUrl: string
+  /** The whole `svc_<prefix>_<secret>` key. */
+  readonly apiKey: string
+  /** When and how often to repeat (RetryPolicy.ts); `{ maxAttempts: 1 }` never repeats. */
+  readonly retry?: RetryPolicy.RetryOptions
+}
+
+/** Repeats what `RetryPolicy` says to repeat, each call on its own schedule; after the last attempt, its answer. */
+export const repeating = (options: RetryPolicy.RetryOptions = {}) => <E, R>(
+  client: HttpClient.HttpClient.With<E, R>
+): HttpClient.HttpClient.With<E, R> =>
+  HttpClient.transformResponse(client, (effect) =>
+    effect.pipe(
+      Effect.flatMap((response) =>
+        RetryPolicy.isRepeatedStatus(response.status)
+          ? response.arrayBuffer.pipe(
+            Effect.orElseSucceed(() => new ArrayBuffer(0)),
+            Effect.flatMap((body) => Effect.fail(new RetryPolicy.RepeatableAnswer(response, new Uint8Array(body))))
+          )
+          : Effect.succeed(response)
+      ),
+      Effect.retry({
+        while: (error) => error instanceof RetryPolicy.RepeatableAnswer || RetryPolicy.isNoAnswer(error),
+        schedule: RetryPolicy.schedule(options)
+      }),
+      // Out of attempts: the last answer is the call's answer (a 429 decodes to RateLimitExceeded).
+      Effect.catchIf(
+        (error): error is RetryPolicy.RepeatableAnswer => error instanceof RetryPolicy.RepeatableAnswer,
+        (answer) =>
+          Effect.succeed(HttpClientResponse.fromWeb(
+            answer.response.request,
+            new Response(answer.body.byteLength === 0 ? null : answer.body, {
+              status: answer.response.status,
+              headers: answer.response.headers
+            })
+          ))
+      )
+    ))
+
+/** The Effect client: the contract's methods, with the key and the repeats. */
+export const make = (options: ClientOptions): Effect.Effect<PublicClient> =>
+  HttpApiClient.make(PublicApi, {
+    baseUrl: options.baseUrl,
+    transformClient: (client) =>
+      client.pipe(
+        HttpClient.mapRequest(HttpClientRequest.bearerToken(options.apiKey)),
+        repeating(options.retry)
+      )
+  }).pipe(Effect.provide(FetchHttpClient.layer))
+
+/** A fresh Idempotency-Key: one per logical write (spec 4.1: "for example a UUID"). */
+export const newIdempotencyKey = (): string => randomUUID()
+
+/**
+ * One logical write: `send` gets the key (the given one, else a fresh one)
+ * and is repeated with that same key while the service answers 409
+ * idempotency_in_progress (spec 4.3 rule 2: "the client repeats the request
+ * a little later"). Repeats after 429, 5xx and lost connections happen
+ * inside the client, with the same request and so the same key.
+ */
+export const write = <A, E, R>(
+  send: (idempotencyKey: string) => Effect.Effect<A, E, R>,
+  options: { readonly idempotencyKey?: string | undefined; readonly retry?: RetryPolicy.RetryOptions | undefined } = {}
+): Effect.Effect<A, E, R> => {
+  const key = options.idempotencyKey ?? newIdempotencyKey()
+  return Effect.suspend(() => send(key)).pipe(
+    Effect.retry({
+      while: (error) => error instanceof Errors.IdempotencyInProgress,
+      schedule: RetryPolicy.schedule({ ...options.retry, onRetry: () => {} })
+    })
+  )
+}
+
+// ---------------------------------------------------------------------------
+// The Promise facade
+// ---------------------------------------------------------------------------
+
+/** What a method of the derived client decodes its success to (not the raw-response modes). */
+type Success<F> = F extends (...args: never) => Effect.Effect<infer A, infer _E, infer _R>
+  ? Exclude<A, HttpClientResponse.HttpClientResponse | readonly [unknown, HttpClientResponse.HttpClientResponse]>
+  : never
+
+export interface ListQuery {
+  /** From 1 (default 1). */
+  readonly page?: number
+  /** 1..100 (default 20). */
+  readonly per_page?: number
+}
+
+export interface ChangedQuery extends ListQuery {
+  /** ISO 8601 with an offset: only records changed at or after it (spec 4.3 rule 4). */
+  readonly updated_since?: string
+}
+
+export interface WriteOptions {
+  /** The key of this logical write; a fresh UUID when omitted. Give your own to repeat a write across restarts. */
+  readonly idempotencyKey?: string
+}
+
+/**
+ * The API as Promises. Each method resolves with the body the contract
+ * declares (`{ data }`, or `{ data, meta }` for a list) and rejects with the
+ * error's class from `@school/domain` `Errors` (`error.code`, `error.message`,
+ * `error.fields`), or with a `SchemaError` when the arguments do not pass the
+ * contract's own checks (nothing is sent then).
+ */
+export interface SchoolClient {
+  /** The Effect client underneath. */
+  readonly effect: Promise<PublicClient>
+  readonly students: {
+    readonly list: (query?: ChangedQuery) => Promise<Success<PublicClient["students"]["list"]>>
+    readonly get: (id: number) => Promise<Success<PublicClient["students"]["get"]>>
+  }
+  readonly payments: {
+    readonly list: (query?: ChangedQuery) => Promise<Success<PublicClient["payments"]["list"]>>
+  }
+  readonly groups: {
+    readonly list: (query?: ListQuery) => Promise<Success<PublicClient["groups"]["list"]>>
+  }
+  readonly lessons: {
+    readonly list: (query: ListQuery & { readonly from: string; readonly to: string }) => Promise<Success<PublicClient["lessons"]["list"]>>
+  }
+  readonly reference: {
+    readonly filials: (query?: ListQuery) => Promise<Success<PublicClient["reference"]["filials"]>>
+    readonly subjects: (query?: ListQuery) => Promise<Success<PublicClient["reference"]["subjects"]>>
+    readonly programs: (query?: ListQuery) => Promise<Success<PublicClient["reference"]["programs"]>>
+    readonly levels: (query?: ListQuery) => Promise<Success<PublicClient["reference"]["levels"]>>
+  }
+  readonly leads: {
+    readonly create: (
+      lead: typeof Leads.CreateLeadRequest.Encoded,
+      options?: WriteOptions
+    ) => Promise<Success<PublicClient["leads"]["create"]>>
+  }
+  readonly demoLessons: {
+    readonly create: (
+      demoLesson: typeof DemoLessons.CreateDemoLessonRequest.Encoded,
+      options?: WriteOptions
+    ) => Promise<Success<PublicClient["demoLessons"]["create"]>>
+  }
+  readonly enrollments: {
+    readonly create: (
+      studentId: number,
+      enrollment: typeof Enrollments.CreateEnrollmentRequest.Encoded,
+      options?: WriteOptions
+    ) => Promise<Success<PublicClient["enrollments"]["create"]>>
+  }
+}
+
+/** The client as Promises, for code that does not use Effect. */
+export const makeClient = (options: ClientOptions): SchoolClient => {
+  const client = Effect.runPromise(make(options))
+  const run = <A, E>(use: (api: PublicClient) => Effect.Effect<A, E>): Promise<A> =>
+    client.then((api) => Effect.runPromise(use(api)))
+  const studentId = Schema.decodeUnknownEffect(Ids.StudentId)
+  const writeOptions = (given: WriteOptions | undefined) => ({ idempotencyKey: given?.idempotencyKey, retry: options.retry })
+  return {
+    effect: client,
+    students: {
+      list: (query = {}) => run((api) => api.students.list({ query })),
+      get: (id) => run((api) => Effect.flatMap(studentId(id), (id) => api.students.get({ params: { id } })))
+    },
+    payments: { list: (query = {}) => run((api) => api.payments.list({ query })) },
+    groups: { list: (query = {}) => run((api) => api.groups.list({ query })) },
+    lessons: { list: (query) => run((api) => api.lessons.list({ query })) },
+    reference: {
+      filials: (query = {}) => run((api) => api.reference.filials({ query })),
+      subjects: (query = {}) => run((api) => api.reference.subjects({ query })),
+      programs: (query = {}) => run((api) => api.reference.programs({ query })),
+      levels: (query = {}) => run((api) => api.reference.levels({ query }))
+    },
+    leads: {
+      create: (lead, given) =>
+        run((api) =>
+          Effect.flatMap(Schema.decodeUnknownEffect(Leads.CreateLeadRequest)(lead), (payload) =>
+            write((key) => api.leads.create({ headers: { "idempotency-key": key }, payload }), writeOptions(given)))
+        )
+    },
+    demoLessons: {
+      create: (demoLesson, given) =>
+        run((api) =>
+          Effect.flatMap(Schema.decodeUnknownEffect(DemoLessons.CreateDemoLessonRequest)(demoLesson), (payload) =>
+            write((key) => api.demoLessons.create({ headers: { "idempotency-key": key }, payload }), writeOptions(given)))
+        )
+    },
+    enrollments: {
+      create: (id, enrollment, given) =>
+        run((api) =>
+          Effect.flatMap(
+            Effect.all([studentId(id), Schema.decodeUnknownEffect(Enrollments.CreateEnrollmentRequest)(enrollment)]),
+            ([id, payload]) =>
+              write((key) => api.enrollments.create({ params: { id }, headers: { "idempotency-key": key }, payload }), writeOptions(given))
+          )
+        )
+    }
+  }
+}
+
+

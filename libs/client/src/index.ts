@@ -1,0 +1,7 @@
+/**
+ * `@school/client`: the public API's typed client (Client.ts) and its
+ * repeat rule (RetryPolicy.ts). See docs/integrators.md "Client kit and examples".
+ */
+export * from "./Client.ts"
+export * as RetryPolicy from "./RetryPolicy.ts"
+export { Errors } from "@school/domain"
