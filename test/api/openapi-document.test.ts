@@ -12,10 +12,12 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Validator } from "@seriousme/openapi-schema-validator"
-import { Effect, Layer, Predicate } from "effect"
+import { Effect, Layer, Predicate, Schema } from "effect"
 import openapiTS, { astToString } from "openapi-typescript"
 import { BACK_OFFICE_OPENAPI_PATH, OPENAPI_PATH } from "@school/api/Server"
 import { Errors, Idempotency } from "@school/domain"
+import * as Events from "@school/domain/Events"
+import * as WebhookSignature from "@school/domain/WebhookSignature"
 import { openApiDocument } from "../support/OpenApiDocument.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
 import { TestServer } from "../support/TestServer.ts"
@@ -25,6 +27,24 @@ const isJson = (u: unknown): u is Json => Predicate.isObject(u) && !Array.isArra
 const entriesOf = (u: unknown): ReadonlyArray<[string, unknown]> => (isJson(u) ? Object.entries(u) : [])
 const at = (u: unknown, ...keys: ReadonlyArray<string>): unknown =>
   keys.reduce<unknown>((value, key) => (isJson(value) ? value[key] : undefined), u)
+
+/** A payload of every event, as the outbox stores them (spec 6.3). */
+const payloads: { readonly [E in Events.EventName]: (typeof Events.payloads)[E]["Type"] } = {
+  "student.created": { student_id: 11, student_name: "Anna Ivanova", filial_id: 2 },
+  "lead.created": { lead_id: 5, name: "", phone: "+7 900 123-45-67", source: "api" },
+  "group.enrolled": { enrollment_id: 9, student_id: 11, group_id: 3, group_name: "English B1", filial_id: 2 },
+  "lesson.completed": { student_id: 11, lesson_id: 40, group_id: 3, teacher_id: 0, visit_status: 1, filial_id: 2 },
+  "payment.received": {
+    student_id: 11,
+    payment_id: 8,
+    amount: 1500.5,
+    payment_amount: 1500.5,
+    payment_type: "card",
+    group_id: 0,
+    filial_id: 2
+  },
+  "webhook.test": { subscription_id: 4, message: "Test delivery" }
+}
 
 /** Every (method, path, operation) of a document. */
 const operationsOf = (document: Json) =>
@@ -181,5 +201,45 @@ layer(TestServer.layer().pipe(Layer.provideMerge(TestDatabase.layer)), { exclude
       assert.include(text, 'reason: "missing_or_malformed_key" | "unknown_key" | "revoked_key" | "expired_key";')
       assert.include(text, '"Idempotent-Replayed"?: "true";')
       assert.notInclude(text, "page?: string")
+    }))
+
+  it.effect("webhooks: every event of the catalog, its real body and both signatures' headers as documented", () =>
+    Effect.gen(function*() {
+      const json = yield* served(OPENAPI_PATH)
+      const document = openApiDocument(json)
+      assert.deepStrictEqual(Object.keys(isJson(json["webhooks"]) ? json["webhooks"] : {}).sort(), [...Events.EventName.literals].sort())
+      const secret = `${WebhookSignature.SECRET_PREFIX}${Buffer.alloc(32, 7).toString("base64")}`
+      for (const event of Events.EventName.literals) {
+        const operation = at(json, "webhooks", event, "post")
+        assert.isString(at(operation, "summary"), event)
+        assert.isDefined(at(operation, "responses", "2XX"), event)
+        assert.isDefined(at(operation, "responses", "default"), event)
+        const schema = at(operation, "requestBody", "content", "application/json", "schema")
+        const validate = document.validator(schema)
+        const body = WebhookSignature.deliveryBody({
+          event,
+          accountId: 7,
+          payloadJson: JSON.stringify(Schema.encodeUnknownSync(Events.payloads[event])(payloads[event])),
+          timestamp: "2026-11-22T09:15:03.123456Z"
+        })
+        assert.isTrue(validate(JSON.parse(body)), `${event}: ${body} ${JSON.stringify(validate.errors)}`)
+        // Negative controls: another event's name, a payload field less.
+        assert.isFalse(validate({ ...JSON.parse(body), event: event === "webhook.test" ? "lead.created" : "webhook.test" }), event)
+        const [first] = Object.keys(payloads[event])
+        const short = JSON.parse(body)
+        delete short.payload[first ?? ""]
+        assert.isFalse(validate(short), event)
+        // The headers of a real attempt, each valid by its documented schema; every documented one is sent.
+        const headers = WebhookSignature.attemptHeaders({ secret, deliveryId: 123, event, body, nowSeconds: 1_790_000_000 })
+        const documented = Array.isArray(at(operation, "parameters")) ? (at(operation, "parameters") as Array<unknown>).filter(isJson) : []
+        const names = documented.map((p) => String(p["name"]).toLowerCase()).sort()
+        for (const name of ["x-service-signature", "webhook-id", "webhook-timestamp", "webhook-signature"]) assert.include(names, name)
+        for (const parameter of documented) {
+          const name = String(parameter["name"]).toLowerCase()
+          const value = headers[name]
+          assert.isString(value, `${event} ${name}`)
+          assert.isTrue(document.validator(parameter["schema"])(value), `${event} ${name}=${value}`)
+        }
+      }
     }))
 })

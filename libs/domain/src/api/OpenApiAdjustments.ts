@@ -9,8 +9,10 @@
 import { Predicate, Schema, SchemaAST } from "effect"
 import { HttpApi, type HttpApiGroup } from "effect/http-api"
 import * as Errors from "../Errors.ts"
+import * as Events from "../Events.ts"
 import * as Idempotency from "../Idempotency.ts"
 import * as RequestId from "../RequestId.ts"
+import * as WebhookSignature from "../WebhookSignature.ts"
 
 type Json = Record<string, unknown>
 
@@ -368,5 +370,102 @@ export const documentExamples = (spec: Json): Json => {
       }
     }
   }
+  return spec
+}
+
+/** What each event is sent for (spec 6.3; docs/decisions.md "Webhooks"). */
+const EVENT_SUMMARIES: Record<Events.EventName, string> = {
+  "student.created": "A student was created (back office)",
+  "lead.created": "A lead was created (POST /leads or the back office)",
+  "group.enrolled": "A student was enrolled into a group (POST /students/{id}/groups or the back office)",
+  "lesson.completed": "A student attended a lesson (visit_status 1)",
+  "payment.received": "A payment was received; amount and payment_amount in roubles (spec 6.4)",
+  "webhook.test": "A test delivery queued from the back office (POST /webhooks/{id}/test)"
+}
+
+/** The headers of every delivery attempt, as a receiver reads them (libs/domain/src/WebhookSignature.ts). */
+const webhookHeaders = (event: string): ReadonlyArray<Json> => {
+  const header = (name: string, description: string, schema: Json) => ({ name, in: "header", required: true, description, schema })
+  const id = { type: "string", pattern: "^[1-9][0-9]*$" }
+  return [
+    header("X-Service-Event", "The event's name.", { type: "string", enum: [event] }),
+    header("X-Service-Delivery", "The delivery id: the same on every attempt of this delivery; deduplicate on it.", id),
+    header(
+      "X-Service-Signature",
+      "spec 6.2: lowercase hex HMAC-SHA256 of the raw body bytes, keyed with the UTF-8 bytes of the whole " +
+        `subscription secret as shown (\`${WebhookSignature.SECRET_PREFIX}…\`). Compare in constant time.`,
+      { type: "string", pattern: "^[0-9a-f]{64}$" }
+    ),
+    header("webhook-id", "Standard Webhooks: the delivery id (as X-Service-Delivery).", id),
+    header(
+      "webhook-timestamp",
+      "Standard Webhooks: unix seconds of THIS attempt (a retry carries its own time), within the libraries' tolerance.",
+      { type: "string", pattern: "^[0-9]+$" }
+    ),
+    header(
+      "webhook-signature",
+      "Standard Webhooks: `v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the " +
+        `base64-decoded bytes after \`${WebhookSignature.SECRET_PREFIX}\`; the \`standardwebhooks\` libraries verify it.`,
+      { type: "string", pattern: "^v1,[A-Za-z0-9+/]{43}=$" }
+    ),
+    header("User-Agent", "The dispatcher.", { type: "string", enum: [WebhookSignature.USER_AGENT] })
+  ]
+}
+
+/**
+ * A document transform: the webhooks a subscription receives (OpenAPI 3.1
+ * `webhooks`), one per event of the domain's catalog (`Events.payloads`):
+ * the exact body `{ event, account_id, payload, timestamp }` with the
+ * event's payload schema, the headers of both signature schemes, and what
+ * the answer means (docs/decisions.md "Webhooks"). The deliveries are not
+ * routes of the API, so the contract has nothing to derive them from.
+ */
+export const documentWebhooks = (spec: Json): Json => {
+  const components = isJson(spec["components"]) ? spec["components"] : {}
+  const schemas = isJson(components["schemas"]) ? components["schemas"] : {}
+  const webhooks: Json = {}
+  for (const [event, payload] of Object.entries(Events.payloads)) {
+    const name = `${event.split(".").map((part) => part.charAt(0).toUpperCase() + part.slice(1)).join("")}Payload`
+    const document = Schema.toJsonSchemaDocument(payload, { onExcessProperty: "error" })
+    schemas[name] = document.schema
+    const body = {
+      type: "object",
+      description: "Built once per delivery: every retry resends these exact bytes.",
+      properties: {
+        event: { type: "string", enum: [event] },
+        account_id: { type: "integer", minimum: 1, description: "The school's id" },
+        payload: { $ref: `#/components/schemas/${name}` },
+        timestamp: { type: "string", format: "date-time", description: "The first attempt's time, ISO 8601 with offset" }
+      },
+      required: ["event", "account_id", "payload", "timestamp"],
+      additionalProperties: false
+    }
+    webhooks[event] = {
+      post: {
+        operationId: `webhook.${event}`,
+        summary: EVENT_SUMMARIES[event as Events.EventName],
+        description:
+          "POSTed to the subscription's URL for every subscribed event. At least once, in no particular order: " +
+          "deduplicate on X-Service-Delivery / webhook-id. Verify either signature over the raw body bytes.",
+        parameters: webhookHeaders(event),
+        requestBody: {
+          required: true,
+          content: { "application/json": { schema: body, example: exampleOf(schemas, body) } }
+        },
+        responses: {
+          "2XX": { description: "Received. Answer fast (within WEBHOOK_TIMEOUT, 10 s by default), then do the work." },
+          default: {
+            description:
+              "Any other status (3xx and 410 and 429 included: redirects are not followed), a time-out or a refused " +
+              "connection is a failed attempt. Attempts run at once, then after 1, 5 and 30 minutes; after the fourth " +
+              "failure the delivery is failed (the back office can resend it). The subscription is never disabled automatically."
+          }
+        }
+      }
+    }
+  }
+  components["schemas"] = schemas
+  spec["components"] = components
+  spec["webhooks"] = webhooks
   return spec
 }

@@ -25,6 +25,7 @@ import {
   documentRequestId,
   documentUnauthorizedReasons,
   documentUnexpectedErrors,
+  documentWebhooks,
   lowerCaseHttpSchemes,
   SERVERS
 } from "./OpenApiAdjustments.ts"
@@ -172,10 +173,10 @@ export class PublicApi extends routes
       "Errors use the envelope `{ error: { code, message, fields? } }`.",
     servers: SERVERS,
     transform: (spec) =>
-      documentExamples(documentRequestId(
+      documentWebhooks(documentExamples(documentRequestId(
         documentUnexpectedErrors({ internalError: Errors.InternalError, methodNotAllowed: Errors.MethodNotAllowed })(
           documentUnauthorizedReasons(documentParameters(routes)(lowerCaseHttpSchemes(allowUnknownBodyFields(spec))))
         )
-      ))
+      )))
   }))
 {}
