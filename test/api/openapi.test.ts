@@ -92,17 +92,18 @@ layer(TestServer.layer().pipe(Layer.provideMerge(TestDatabase.layer)), { exclude
       assert.match(doc.openapi, /^3\.1/)
       const get = (path: string) => Schema.decodeUnknownSync(ReadOperation)(doc.paths[path]?.["get"])
       const statuses = (path: string) => Object.keys(get(path).responses).sort()
-      // 503: the database is away (docs/decisions.md "Requests and responses"), on every operation.
-      assert.deepStrictEqual(statuses(`${V1}/students`), ["200", "401", "422", "429", "503"])
-      assert.deepStrictEqual(statuses(`${V1}/students/{id}`), ["200", "401", "404", "422", "429", "503"])
-      assert.deepStrictEqual(statuses(`${V1}/lessons`), ["200", "401", "422", "429", "503"])
+      // 500: any unexpected failure; 503: the database is away (docs/decisions.md "Requests and responses"), on every operation.
+      assert.deepStrictEqual(statuses(`${V1}/students`), ["200", "401", "422", "429", "500", "503"])
+      assert.deepStrictEqual(statuses(`${V1}/students/{id}`), ["200", "401", "404", "422", "429", "500", "503"])
+      assert.deepStrictEqual(statuses(`${V1}/lessons`), ["200", "401", "422", "429", "500", "503"])
       const lessons422 = JSON.stringify(get(`${V1}/lessons`).responses["422"])
       for (const code of ["validation_failed", "invalid_window", "window_too_large"]) {
         assert.include(JSON.stringify(doc.components.schemas) + lessons422, code)
       }
       const unauthorized = Schema.decodeUnknownSync(EnvelopeSchema)(doc.components.schemas["UnauthorizedEncoded"])
       assert.deepStrictEqual(unauthorized.required, ["error"])
-      assert.deepStrictEqual([...unauthorized.properties.error.required].sort(), ["code", "message"])
+      // A 401 always says why (spec 5.1: fields.reason, documentUnauthorizedReasons).
+      assert.deepStrictEqual([...unauthorized.properties.error.required].sort(), ["code", "fields", "message"])
       assert.notInclude(res.text, "HttpApiSchemaError")
       // The key is a bearer token, named as tools expect it (lower case: Scalar read `Bearer` as Basic).
       const { components } = Schema.decodeUnknownSync(Schema.Struct({ components: Schema.Struct({ securitySchemes: Schema.Unknown }) }))(res.json)

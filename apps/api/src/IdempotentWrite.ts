@@ -35,7 +35,7 @@ import { type Attempt, IdempotencyStore, type KeyScope, type StoredResponse } fr
 import { errorResponse, JSON_CONTENT_TYPE } from "./ErrorResponse.ts"
 import { readableBody } from "./RequestBody.ts"
 
-export const REPLAYED_HEADER = "idempotent-replayed"
+export const REPLAYED_HEADER = Idempotency.REPLAYED_HEADER.toLowerCase()
 
 /** The operation produced a response that is not ours to store (a plain-text 415, a 5xx): roll back, pass it on. */
 class NotStored extends Data.TaggedError("NotStored")<{ readonly response: HttpServerResponse.HttpServerResponse }> {}

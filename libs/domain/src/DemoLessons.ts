@@ -30,7 +30,8 @@ export const CreateDemoLessonRequest = Schema.Struct({
 }).annotate({
   identifier: "CreateDemoLessonRequest",
   message: "Expected a JSON object",
-  description: "Exactly one of user_id and lead_id. Unknown fields are ignored."
+  description: "Exactly one of user_id and lead_id. Unknown fields are ignored.",
+  examples: [{ lead_id: LeadId.make(7), group_id: GroupId.make(3), starts_at: "2026-11-24T16:00:00+03:00" }]
 }).check(
   // spec 4.2: neither user_id nor lead_id is validation_failed with fields.user_id.
   Schema.makeFilter((body) => {

@@ -17,7 +17,8 @@ export const CreateEnrollmentRequest = Schema.Struct({
 }).annotate({
   identifier: "CreateEnrollmentRequest",
   message: "Expected a JSON object",
-  description: "Unknown fields are ignored."
+  description: "Unknown fields are ignored.",
+  examples: [{ group_id: GroupId.make(3) }]
 })
 export type CreateEnrollmentRequest = typeof CreateEnrollmentRequest.Type
 

@@ -12,6 +12,11 @@ import { MissingIdempotencyKey, ValidationFailed } from "./Errors.ts"
 /** The header, as the specification and `fields` spell it (spec 7.1). */
 export const HEADER = "Idempotency-Key"
 export const MAX_KEY_LENGTH = 255
+/** The header on a replayed response (docs/decisions.md "Idempotency"). */
+export const REPLAYED_HEADER = "Idempotent-Replayed"
+export const REPLAYED_DESCRIPTION =
+  "`true` when this is the stored response of an earlier request with the same Idempotency-Key (same status, " +
+  "byte-identical body); absent on a first execution."
 
 /** How long a repeat waits for a running first attempt before 409 (IDEMPOTENCY_WAIT's default; docs/decisions.md "Idempotency"). */
 export const DEFAULT_WAIT: Duration.Duration = Duration.seconds(2)

@@ -35,7 +35,8 @@ export const CreateLeadRequest = Schema.Struct({
 }).annotate({
   identifier: "CreateLeadRequest",
   message: "Expected a JSON object",
-  description: "Unknown fields are ignored."
+  description: "Unknown fields are ignored.",
+  examples: [{ phone: "+7 (999) 123-45-67", name: "Anna Ivanova", comment: "Called about evening classes", source: "website" }]
 })
 export type CreateLeadRequest = typeof CreateLeadRequest.Type
 

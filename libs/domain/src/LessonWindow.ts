@@ -30,7 +30,11 @@ export const dayNumberOf = (s: string): number | undefined => {
 }
 
 /** A `YYYY-MM-DD` string naming a real calendar day from 0001-01-01 to 9999-12-31 (year 0 does not exist in PostgreSQL). */
-export const IsoDate = Schema.String.check(
+export const IsoDate = Schema.String.annotate({
+  // On the base string, not a check: HttpApi documents a parameter's string without its checks.
+  format: "date",
+  examples: ["2026-11-22"]
+}).check(
   Schema.isPattern(/^\d{4}-\d{2}-\d{2}$/, { message: "Expected a date as YYYY-MM-DD" }),
   Schema.makeFilter((s: string) => dayNumberOf(s) !== undefined, {
     message: "Expected a real calendar date from 0001-01-01 to 9999-12-31"

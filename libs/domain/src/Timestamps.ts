@@ -120,7 +120,11 @@ export const toUtc = (s: string): string | undefined => {
  * range) and decodes to its UTC spelling with microseconds, so what reaches
  * SQL is always `YYYY-MM-DDTHH:MM:SS.ffffffZ` of a year from 1 to 9999.
  */
-export const IsoInstant = Schema.String.check(
+export const IsoInstant = Schema.String.annotate({
+  // On the base string, not a check: HttpApi documents a parameter's or a body's string without its checks.
+  format: "date-time",
+  examples: ["2026-11-22T12:15:03+03:00"]
+}).check(
   Schema.makeFilter((s: string) => {
     const parsed = parseInstant(s)
     return parsed._tag === "Instant" ? undefined : parsed.message
@@ -134,5 +138,7 @@ export const IsoInstant = Schema.String.check(
 
 /** A timestamp in a response: ISO 8601 UTC with microseconds and Z, formatted by the database. */
 export const Timestamp = Schema.String.annotate({
-  description: "ISO 8601 UTC timestamp with microseconds, e.g. 2026-11-22T09:15:03.123456Z"
+  description: "ISO 8601 UTC timestamp with microseconds, e.g. 2026-11-22T09:15:03.123456Z",
+  format: "date-time",
+  examples: ["2026-11-22T09:15:03.123456Z"]
 })

@@ -10,7 +10,7 @@ import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import * as Errors from "../BackOfficeErrors.ts"
 import { Timestamp } from "../Timestamps.ts"
-import { documentRequestId } from "./OpenApiAdjustments.ts"
+import { documentExamples, documentParameters, documentRequestId, documentUnexpectedErrors, SERVERS } from "./OpenApiAdjustments.ts"
 import { ApiKeysGroup, EmployeesGroup } from "./backoffice/Staff.ts"
 import { InboxGroup, LeadsGroup } from "./backoffice/LeadSection.ts"
 import { ReferenceGroup, StudentsGroup } from "./backoffice/School.ts"
@@ -48,7 +48,8 @@ export class SessionsGroup extends HttpApiGroup.make("sessions").add(
     .annotate(OpenApi.Summary, "Sign out: the token stops working at once")
 ).middleware(RoleCheck).middleware(BackOfficeValidation).middleware(SessionAuthentication) {}
 
-export class BackOfficeApi extends HttpApi.make("crm-v1")
+/** The contract's routes, read by the document's `documentParameters`. */
+const routes = HttpApi.make("crm-v1")
   .add(LoginGroup)
   .add(SessionsGroup)
   .add(EmployeesGroup)
@@ -59,6 +60,8 @@ export class BackOfficeApi extends HttpApi.make("crm-v1")
   .add(LeadsGroup)
   .add(InboxGroup)
   .prefix(BACK_OFFICE_PATH)
+
+export class BackOfficeApi extends routes
   .annotate(HttpApi.ParseOptions, { errors: "all" })
   .annotateMerge(OpenApi.annotations({
     title: "School Management Service: Back-office API",
@@ -66,6 +69,12 @@ export class BackOfficeApi extends HttpApi.make("crm-v1")
     description:
       "The school's own staff. Sign in with POST /sessions; then the crm_session cookie or " +
       "`Authorization: Session <token>`. Errors use the envelope `{ success: false, code, message, fields? }`.",
-    transform: documentRequestId
+    servers: SERVERS,
+    transform: (spec) =>
+      documentExamples(documentRequestId(
+        documentUnexpectedErrors({ internalError: Errors.InternalError, methodNotAllowed: Errors.MethodNotAllowed })(
+          documentParameters(routes)(spec)
+        )
+      ))
   }))
 {}

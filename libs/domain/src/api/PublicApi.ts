@@ -17,7 +17,18 @@ import * as Models from "../Models.ts"
 import { Meta, Page, PerPage } from "../Pagination.ts"
 import { IsoInstant } from "../Timestamps.ts"
 import { Authentication, readStack, writeStack } from "./Middleware.ts"
-import { allowUnknownBodyFields, documentIdempotencyKey, documentRequestId, lowerCaseHttpSchemes } from "./OpenApiAdjustments.ts"
+import {
+  allowUnknownBodyFields,
+  documentIdempotencyKey,
+  documentExamples,
+  documentParameters,
+  documentRequestId,
+  documentUnauthorizedReasons,
+  documentUnexpectedErrors,
+  documentWebhooks,
+  lowerCaseHttpSchemes,
+  SERVERS
+} from "./OpenApiAdjustments.ts"
 
 export const BASE_PATH = "/api/public/v1"
 
@@ -86,10 +97,14 @@ export class LessonsGroup extends readStack(
 
 export class ReferenceGroup extends readStack(
   HttpApiGroup.make("reference").add(
-    HttpApiEndpoint.get("filials", "/filials", { query: pagination, success: list(Models.Filial) }),
-    HttpApiEndpoint.get("subjects", "/subjects", { query: pagination, success: list(Models.Subject) }),
-    HttpApiEndpoint.get("programs", "/programs", { query: pagination, success: list(Models.Program) }),
+    HttpApiEndpoint.get("filials", "/filials", { query: pagination, success: list(Models.Filial) })
+      .annotate(OpenApi.Summary, "List filials (branches)"),
+    HttpApiEndpoint.get("subjects", "/subjects", { query: pagination, success: list(Models.Subject) })
+      .annotate(OpenApi.Summary, "List subjects"),
+    HttpApiEndpoint.get("programs", "/programs", { query: pagination, success: list(Models.Program) })
+      .annotate(OpenApi.Summary, "List programs"),
     HttpApiEndpoint.get("levels", "/levels", { query: pagination, success: list(Models.Level) })
+      .annotate(OpenApi.Summary, "List levels")
   )
 ) {}
 
@@ -149,7 +164,8 @@ export class EnrollmentListGroup extends readStack(
   )
 ) {}
 
-export class PublicApi extends HttpApi.make("public-v1")
+/** The contract's routes, read by the document's `documentParameters`. */
+const routes = HttpApi.make("public-v1")
   .add(StudentsGroup)
   .add(PaymentsGroup)
   .add(GroupsGroup)
@@ -161,6 +177,8 @@ export class PublicApi extends HttpApi.make("public-v1")
   .add(EnrollmentsGroup)
   .middleware(Authentication)
   .prefix(BASE_PATH)
+
+export class PublicApi extends routes
   .annotate(HttpApi.ParseOptions, { errors: "all" })
   .annotateMerge(OpenApi.annotations({
     title: "School Management Service: Public API",
@@ -168,6 +186,12 @@ export class PublicApi extends HttpApi.make("public-v1")
     description:
       "Read and write a school's data. Every request carries `Authorization: Bearer svc_<prefix>_<secret>`. " +
       "Errors use the envelope `{ error: { code, message, fields? } }`.",
-    transform: (spec) => documentRequestId(lowerCaseHttpSchemes(allowUnknownBodyFields(spec)))
+    servers: SERVERS,
+    transform: (spec) =>
+      documentWebhooks(documentExamples(documentRequestId(
+        documentUnexpectedErrors({ internalError: Errors.InternalError, methodNotAllowed: Errors.MethodNotAllowed })(
+          documentUnauthorizedReasons(documentParameters(routes)(lowerCaseHttpSchemes(allowUnknownBodyFields(spec))))
+        )
+      )))
   }))
 {}
