@@ -265,9 +265,12 @@ const make = (options: DispatcherOptions) =>
           status: outcome.responseCode,
           duration_ms: outcome.durationMs
         }
-        yield* outcome.ok
-          ? Effect.logDebug("dispatcher: attempt delivered", line)
-          : Effect.logInfo("dispatcher: attempt failed", { ...line, error: outcome.error, detail: outcome.detail })
+        // As annotations, like the access line's fields: one flat object per line to filter on.
+        yield* (outcome.ok
+          ? Effect.logDebug("dispatcher: attempt delivered")
+          : Effect.logInfo(`dispatcher: attempt failed: ${outcome.detail ?? `HTTP ${outcome.responseCode}`}`)).pipe(
+            Effect.annotateLogs(outcome.error === null ? line : { ...line, error: outcome.error })
+          )
         yield* Queue.offer(results, record)
       }).pipe(
         // The slot goes to the next claimed delivery at once; the claim loop refills behind
