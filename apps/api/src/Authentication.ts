@@ -20,7 +20,9 @@ import { HttpServerRequest } from "effect/http"
 import { ApiKey, Errors, RateLimit } from "@school/domain"
 import { Authentication, CurrentKey } from "@school/domain/api/Middleware"
 import type { Admission } from "@school/persistence/RateLimits"
+import * as AccessLog from "@school/runtime/AccessLog"
 import { AuthFailureGuard, type FailureReason } from "./AuthFailureGuard.ts"
+import * as Metrics from "./Metrics.ts"
 import { RateLimiter } from "./RateLimiter.ts"
 
 /** 429 rate_limit_exceeded, `Retry-After` in whole seconds (spec 8). */
@@ -69,17 +71,28 @@ export const AuthenticationLive = Layer.effect(
         }
         const { prefix, secret } = parsed.value
         const blocked = yield* limiter.blocked(prefix, secret)
-        if (Option.isSome(blocked)) return yield* rateLimitExceeded(blocked.value)
+        if (Option.isSome(blocked)) {
+          yield* Metrics.rateLimitRejected("key")
+          return yield* rateLimitExceeded(blocked.value)
+        }
         const request = yield* HttpServerRequest.HttpServerRequest
         const verdict = yield* guard.check(request.remoteAddress, prefix, secret)
         if (verdict._tag === "Repeat") return yield* Errors.unauthorized(verdict.reason)
-        if (verdict._tag === "Blocked") return yield* tooManyFailures(verdict.wait)
+        if (verdict._tag === "Blocked") {
+          yield* Metrics.rateLimitRejected("auth_failures")
+          return yield* tooManyFailures(verdict.wait)
+        }
         const found = yield* limiter.admit(prefix, secret)
         const failure = failureOf(found, secret)
         yield* guard.settle(verdict, failure)
         if (Option.isSome(failure)) return yield* Errors.unauthorized(failure.value)
         const { key, outcome } = Option.getOrThrow(found)
-        if (outcome._tag === "Rejected") return yield* rateLimitExceeded(outcome.wait)
+        // The key authenticated: its school goes on the access line (docs/operators.md "Log lines").
+        yield* AccessLog.setSchool(key.school_id)
+        if (outcome._tag === "Rejected") {
+          yield* Metrics.rateLimitRejected("key")
+          return yield* rateLimitExceeded(outcome.wait)
+        }
         return yield* Effect.provideService(httpEffect, CurrentKey, {
           keyId: key.id,
           schoolId: key.school_id,

@@ -21,6 +21,7 @@ import {
 } from "@school/domain/api/BackOfficeMiddleware"
 import * as SessionRules from "@school/domain/Sessions"
 import { Sessions } from "@school/persistence/Sessions"
+import * as AccessLog from "@school/runtime/AccessLog"
 import { JSON_MEDIA_TYPE, parseContentType } from "./RequestBody.ts"
 import { validationBody } from "./RequestValidation.ts"
 
@@ -103,6 +104,8 @@ export const SessionAuthenticationLive = Layer.effect(
         : Option.none()
       if (Option.isNone(found)) return yield* unauthenticated("The session is unknown, ended or expired: sign in again.")
       const session = found.value
+      // The session's school goes on the access line (docs/operators.md "Log lines").
+      yield* AccessLog.setSchool(session.school_id)
       return yield* Effect.provideService(httpEffect, CurrentEmployee, {
         schoolId: session.school_id,
         employee: session.employee,

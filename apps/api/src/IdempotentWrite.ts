@@ -33,6 +33,7 @@ import { Errors, Idempotency } from "@school/domain"
 import { CurrentKey, IdempotentWrite } from "@school/domain/api/Middleware"
 import { type Attempt, IdempotencyStore, type KeyScope, type StoredResponse } from "@school/persistence/IdempotencyStore"
 import { errorResponse, JSON_CONTENT_TYPE } from "./ErrorResponse.ts"
+import * as Metrics from "./Metrics.ts"
 import { readableBody } from "./RequestBody.ts"
 
 export const REPLAYED_HEADER = Idempotency.REPLAYED_HEADER.toLowerCase()
@@ -56,10 +57,16 @@ const respond = (stored: StoredResponse, replayed: boolean) =>
     ...(replayed ? { headers: { [REPLAYED_HEADER]: "true" } } : {})
   })
 
+/** 409 idempotency_in_progress, counted in /metrics (docs/operators.md "Metrics"). */
 const inProgress = () =>
-  new Errors.IdempotencyInProgress({
-    message: "A request with this Idempotency-Key is still being processed. Repeat it a little later."
-  })
+  Effect.andThen(
+    Metrics.idempotencyInProgress,
+    Effect.fail(
+      new Errors.IdempotencyInProgress({
+        message: "A request with this Idempotency-Key is still being processed. Repeat it a little later."
+      })
+    )
+  )
 
 export const IdempotentWriteLive = Layer.effect(
   IdempotentWrite,
@@ -116,6 +123,7 @@ export const IdempotentWriteLive = Layer.effect(
           const acquired = yield* store.acquire(scope)
           switch (acquired._tag) {
             case "Replay":
+              yield* Metrics.idempotentReplayed
               return respond(acquired.response, true)
             case "InProgress":
               return yield* inProgress()

@@ -2,8 +2,8 @@
  * The API process's one Layer graph: public API routes with their
  * middleware, handlers and repositories, its OpenAPI document and reference
  * page, the back-office API (`/api/crm/v1`) with its OpenAPI document and
- * reference page, the web panel (`/crm`), health, and the envelope for
- * everything else.
+ * reference page, the web panel (`/crm`), health, metrics (`/metrics`,
+ * apps/api/src/Metrics.ts), and the envelope for everything else.
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { ByteSize, Duration, type Effect, Layer, type Option } from "effect"
@@ -22,6 +22,7 @@ import { Sessions } from "@school/persistence/Sessions"
 import * as Sql from "@school/persistence/Sql"
 import * as AccessLog from "@school/runtime/AccessLog"
 import { closeWhenIdle } from "@school/runtime/Shutdown"
+import * as Metrics from "@school/runtime/Metrics"
 import type { SettingsShape } from "@school/runtime/Settings"
 import { Students } from "@school/persistence/Students"
 import { AuthenticationLive } from "./Authentication.ts"
@@ -42,6 +43,7 @@ import { StudentsHandlersNoDeps } from "./http/Students.ts"
 import { PANEL_ROUTES, PanelRoutes } from "./http/Panel.ts"
 import { ReferencePage } from "./http/Reference.ts"
 import { IdempotentWriteLive } from "./IdempotentWrite.ts"
+import { METRICS_ROUTES, MetricsRoute } from "./Metrics.ts"
 import { onClientError } from "./ParserErrors.ts"
 import { RateLimiter, RateLimitOptions } from "./RateLimiter.ts"
 import { RequestValidationLive } from "./RequestValidation.ts"
@@ -96,6 +98,7 @@ const StrictRouter = Layer.effect(HttpRouter.HttpRouter, HttpRouter.make).pipe(
 
 const publicMethods = routeTable(PublicApi, [
   ...HEALTH_ROUTES,
+  ...METRICS_ROUTES,
   ...PANEL_ROUTES,
   ["GET", OPENAPI_PATH],
   ["GET", DOCS_PATH]
@@ -107,6 +110,7 @@ const allowedMethods = (path: string) => [...publicMethods(path), ...backOfficeM
 const routeList = (): ReadonlyArray<readonly [method: string, path: string]> => {
   const routes: Array<readonly [string, string]> = [
     ...HEALTH_ROUTES,
+    ...METRICS_ROUTES,
     ...PANEL_ROUTES,
     ["GET", OPENAPI_PATH],
     ["GET", DOCS_PATH],
@@ -123,9 +127,13 @@ const routeList = (): ReadonlyArray<readonly [method: string, path: string]> => 
 
 /**
  * The access log (docs/operators.md "Settings"): one line per request with
- * the route's template, never the path or query as sent, which may hold a key.
+ * the route's template, never the path or query as sent, which may hold a key;
+ * the same pass counts the request in /metrics (docs/operators.md "Metrics").
  */
-export const accessLog = AccessLog.middleware(AccessLog.routeTemplates(routeList(), ROUTER_CONFIG))
+export const accessLog = AccessLog.middleware(
+  AccessLog.routeTemplates(routeList(), ROUTER_CONFIG),
+  Metrics.makeHttpRecorder()
+)
 
 /** `serve`'s middleware: each request's id (X-Request-Id), around the access log so its line carries the id. */
 export const serveMiddleware = <E, R>(httpApp: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
@@ -166,6 +174,7 @@ export const AppRoutesNoDeps = Layer.mergeAll(
   ReferencePage(PublicApi, DOCS_PATH),
   ReferencePage(BackOfficeApi, BACK_OFFICE_DOCS_PATH),
   HealthRoutes,
+  MetricsRoute,
   PanelRoutes,
   ErrorEnvelope(allowedMethods)
 ).pipe(

@@ -23,6 +23,10 @@
  *    from the retry plan (one `Schedule`, libs/domain/src/RetryPlan.ts), the
  *    subscription's transitions and notifications.
  *
+ * Each attempt is counted in /metrics (apps/dispatcher/src/Metrics.ts) and
+ * logged (docs/operators.md "Log lines"): a failed one at Info, a delivered
+ * one at Debug.
+ *
  * SIGTERM (the layer's scope closing): stop claiming, let the attempts in
  * flight finish (each is bounded by WEBHOOK_TIMEOUT), record them, exit.
  * The database away: every step logs once, the loop keeps trying each
@@ -34,6 +38,7 @@ import * as WebhookSecret from "@school/domain/WebhookSecret"
 import { type AttemptRecord, type Claimed, DeliveryQueue } from "@school/persistence/DeliveryQueue"
 import type { SettingsShape } from "@school/runtime/Settings"
 import { Context, Duration, Effect, FiberSet, Layer, Option, Queue, Result, Schedule, Stream } from "effect"
+import * as Metrics from "./Metrics.ts"
 import * as Receiver from "./Receiver.ts"
 
 export interface DispatcherOptions {
@@ -247,16 +252,26 @@ const make = (options: DispatcherOptions) =>
               agents
             })
           )
-        if (!outcome.ok) {
-          yield* Effect.logDebug("dispatcher: attempt failed", {
-            delivery: delivery.id,
-            attempt: delivery.attempt,
-            code: outcome.responseCode,
-            error: outcome.error,
-            detail: outcome.detail
-          })
+        const record = yield* toRecord(delivery, at, outcome)
+        const became: Metrics.DeliveryOutcome = record.outcome === "retry" ? "retrying" : record.outcome
+        yield* Metrics.attempted(outcome, became)
+        // Ids, the attempt, what came of it: never the URL (it may carry a token), the secret or the body.
+        const line = {
+          delivery_id: delivery.id,
+          subscription_id: delivery.subscription_id,
+          attempt: delivery.attempt,
+          outcome: became,
+          result: Metrics.resultOf(outcome),
+          status: outcome.responseCode,
+          duration_ms: outcome.durationMs
         }
-        yield* Queue.offer(results, yield* toRecord(delivery, at, outcome))
+        // As annotations, like the access line's fields: one flat object per line to filter on.
+        yield* (outcome.ok
+          ? Effect.logDebug("dispatcher: attempt delivered")
+          : Effect.logInfo(`dispatcher: attempt failed: ${outcome.detail ?? `HTTP ${outcome.responseCode}`}`)).pipe(
+            Effect.annotateLogs(outcome.error === null ? line : { ...line, error: outcome.error })
+          )
+        yield* Queue.offer(results, record)
       }).pipe(
         // The slot goes to the next claimed delivery at once; the claim loop refills behind
         // (woken when the attempts are recorded).

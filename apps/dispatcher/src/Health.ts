@@ -7,14 +7,20 @@
  * `not_ready` (the database away), or 503 `shutting_down` from SIGTERM on
  * (libs/runtime/src/Shutdown.ts; docs/operators.md "Shutdown").
  *
- * A plain node:http server: two fixed routes need no router.
+ * `/metrics` is the dispatcher's metrics in the Prometheus text format
+ * (apps/dispatcher/src/Metrics.ts, docs/operators.md "Metrics").
+ *
+ * A plain node:http server: three fixed routes need no router.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Http from "node:http"
 import * as RequestId from "@school/domain/RequestId"
 import { SHUTTING_DOWN, Stopping } from "@school/runtime/Shutdown"
+import { DeliveryQueue } from "@school/persistence/DeliveryQueue"
+import * as RuntimeMetrics from "@school/runtime/Metrics"
 import { Dispatcher } from "./Dispatcher.ts"
+import * as Metrics from "./Metrics.ts"
 
 const json = (response: Http.ServerResponse, status: number, body: unknown) => {
   const text = JSON.stringify(body)
@@ -40,6 +46,10 @@ export const serveHealth = (host: string, port: number) =>
     const dispatcher = yield* Dispatcher
     const sql = yield* SqlClient.SqlClient
     const { stopping } = yield* Stopping
+    const queue = yield* DeliveryQueue
+    yield* RuntimeMetrics.processGauges
+    yield* Metrics.initialize
+    const context = yield* Effect.context<never>()
     const ready = Effect.gen(function*() {
       if (yield* stopping) return SHUTTING_DOWN
       if (!(yield* dispatcher.ready)) return NOT_READY
@@ -50,6 +60,15 @@ export const serveHealth = (host: string, port: number) =>
       const path = (request.url ?? "").split("?")[0]
       if (request.method !== "GET" && request.method !== "HEAD") return json(response, 405, { error: { code: "method_not_allowed", message: "GET only." } })
       if (path === "/health/live") return json(response, 200, { status: "ok" })
+      if (path === RuntimeMetrics.PATH) {
+        return void Effect.runPromiseWith(context)(Metrics.render(queue)).then(
+          (text) => {
+            response.writeHead(200, { "content-type": RuntimeMetrics.CONTENT_TYPE, "content-length": String(Buffer.byteLength(text)) })
+            response.end(text)
+          },
+          () => json(response, 500, { error: { code: "internal_error", message: "The metrics could not be rendered." } })
+        )
+      }
       if (path === "/health/ready") {
         return void Effect.runPromise(ready).then(
           (answer) => json(response, answer === READY ? 200 : 503, answer),

@@ -117,7 +117,26 @@ const PurgedRow = Schema.Struct({ deliveries: Schema.Int, events: Schema.Int })
 const decodePurged = Schema.decodeUnknownEffect(Schema.Array(PurgedRow))
 const NextDueRow = Schema.Struct({ wait_ms: Schema.NullOr(Schema.Number) })
 const decodeNextDue = Schema.decodeUnknownEffect(Schema.Array(NextDueRow))
+const GaugesRow = Schema.Struct({
+  due: Schema.Int,
+  oldest_due_age_s: Schema.Number,
+  problematic: Schema.Int,
+  fan_out_lag_s: Schema.Number
+})
+const decodeGauges = Schema.decodeUnknownEffect(Schema.Array(GaugesRow))
 const decodeCount = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ n: Schema.Int })))
+
+/** The dispatcher's backlog at one moment, for /metrics (docs/operators.md "Metrics"). */
+export interface Gauges {
+  /** Deliveries due and not leased: waiting for a dispatcher. */
+  readonly due: number
+  /** Seconds since the oldest of them fell due (0: none). */
+  readonly oldestDueAgeSeconds: number
+  /** Subscriptions in status `problematic`. */
+  readonly problematic: number
+  /** Seconds since the oldest outbox event not yet fanned out was written (0: none). */
+  readonly fanOutLagSeconds: number
+}
 
 /** The first row a statement always returns one of; its absence is a defect. */
 const single = <A>(rows: ReadonlyArray<A>): Effect.Effect<A> =>
@@ -140,6 +159,8 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
   /** Milliseconds until the next pending delivery falls due (None: nothing waits), at most `cap`. */
   nextDue(capMs: number): Effect.Effect<number | null, SqlError.SqlError>
   purge(options: PurgeOptions): Effect.Effect<{ readonly deliveries: number; readonly events: number }, SqlError.SqlError>
+  /** The backlog's gauges, in ONE statement (each part an index probe or range: see the comment there). */
+  gauges(): Effect.Effect<Gauges, SqlError.SqlError>
   /**
    * Succeeds once PostgreSQL has confirmed the `LISTEN` on the outbox's
    * channel, with one element per notification; the stream fails when the
@@ -419,7 +440,34 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
           Effect.flatMap(single)
         )
 
-      return DeliveryQueue.of({ fanOut, claim, record, release, nextDue, purge, wakeups })
+      // Due work is a range of `webhook_deliveries_due` (next_attempt_at WHERE pending), its oldest the
+      // range's first entry; the outbox's oldest pending event is the first of `outbox_events_pending`.
+      // Subscriptions are few per school; their count is a scan of a small table.
+      const gauges = () =>
+        sql`
+          WITH due AS (
+            SELECT next_attempt_at FROM webhook_deliveries
+            WHERE status = 'pending' AND next_attempt_at <= now()
+              AND (lease_until IS NULL OR lease_until <= now())
+          )
+          SELECT
+            (SELECT count(*) FROM due)::int AS due,
+            coalesce(extract(epoch FROM now() - (SELECT min(next_attempt_at) FROM due)), 0)::float8 AS oldest_due_age_s,
+            (SELECT count(*) FROM webhook_subscriptions WHERE status = 'problematic')::int AS problematic,
+            coalesce(extract(epoch FROM now() - (
+              SELECT created_at FROM outbox_events WHERE fanned_out_at IS NULL ORDER BY id LIMIT 1
+            )), 0)::float8 AS fan_out_lag_s`.pipe(
+          Effect.flatMap((rows) => Effect.orDie(decodeGauges(rows))),
+          Effect.flatMap(single),
+          Effect.map((row): Gauges => ({
+            due: row.due,
+            oldestDueAgeSeconds: Math.max(0, row.oldest_due_age_s),
+            problematic: row.problematic,
+            fanOutLagSeconds: Math.max(0, row.fan_out_lag_s)
+          }))
+        )
+
+      return DeliveryQueue.of({ fanOut, claim, record, release, nextDue, purge, wakeups, gauges })
     })
   )
 }

@@ -13,10 +13,19 @@
  * `requestIds`, the other `serve` middleware here, gives each request its id
  * (libs/domain/src/RequestId.ts); put it outside this one, so the access
  * line carries the id too.
+ *
+ * The same pass counts the request in the HTTP metrics (libs/runtime/src/Metrics.ts),
+ * with the route template it has already found: one `find` per request.
+ *
+ * The school of an authenticated request (public key or back-office
+ * session) is known only inside the HttpApi middleware, which runs within
+ * this one: this middleware gives each request a `RequestSchool` holder,
+ * the authentication fills it, and the access line reads it (`school_id`).
  */
-import { Effect, Exit } from "effect"
+import { Context, Effect, Exit } from "effect"
 import { FindMyWay, HttpEffect, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as RequestId from "@school/domain/RequestId"
+import type { HttpRecorder } from "./Metrics.ts"
 
 /** What an unmatched request is logged as. */
 export const NO_ROUTE = "(no route)"
@@ -40,25 +49,59 @@ export const routeTemplates = (
     router.find(method, url)?.handler ?? (method === "HEAD" ? router.find("GET", url)?.handler : undefined) ?? NO_ROUTE
 }
 
-/** `serve`'s middleware: runs the request, then logs one line about it. */
-export const middleware = (templateOf: (method: string, url: string) => string) =>
+/**
+ * The school of the request being served, for its access line: the holder
+ * `middleware` gives each request, filled by the authentication. Outside a
+ * request served with `middleware` there is none (`undefined`) and nothing
+ * is recorded.
+ */
+export const RequestSchool = Context.Reference<{ schoolId: number | undefined } | undefined>(
+  "@school/runtime/AccessLog/RequestSchool",
+  { defaultValue: () => undefined }
+)
+
+/** Tells the access line which school the request is for (a no-op outside `middleware`). */
+export const setSchool = (schoolId: number): Effect.Effect<void> =>
+  Effect.map(RequestSchool, (holder) => {
+    if (holder !== undefined) holder.schoolId = schoolId
+  })
+
+/**
+ * `serve`'s middleware: runs the request, then logs one line about it and,
+ * given a `record`, counts it in the HTTP metrics.
+ */
+export const middleware = (templateOf: (method: string, url: string) => string, record?: HttpRecorder) =>
 <E, R>(
   httpApp: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+  Effect.contextWith((context: Context.Context<HttpServerRequest.HttpServerRequest>) => {
+    const request = Context.get(context, HttpServerRequest.HttpServerRequest)
     const started = performance.now()
-    return Effect.onExit(httpApp, (exit) => {
+    const school: { schoolId: number | undefined } = { schoolId: undefined }
+    return Effect.onExit(Effect.provideService(httpApp, RequestSchool, school), (exit) => {
       const route = templateOf(request.method, request.url)
       // A failure that reaches here has no response of ours: the server answers it (500, or 499 for a client gone).
       const status = Exit.isSuccess(exit) ? exit.value.status : HttpServerError.causeResponseStripped(exit.cause)[0].status
-      const durationMs = Math.round((performance.now() - started) * 100) / 100
+      const elapsed = performance.now() - started
+      if (record !== undefined) record(context, request.method, route, status, elapsed / 1000)
+      const durationMs = Math.round(elapsed * 100) / 100
       return Effect.logInfo(`${request.method} ${route} ${status} ${durationMs}ms`).pipe(
-        Effect.annotateLogs({
-          "http.method": request.method,
-          "http.route": route,
-          "http.status": status,
-          "http.duration_ms": durationMs
-        })
+        Effect.annotateLogs(
+          school.schoolId === undefined
+            ? {
+              "http.method": request.method,
+              "http.route": route,
+              "http.status": status,
+              "http.duration_ms": durationMs
+            }
+            : {
+              "http.method": request.method,
+              "http.route": route,
+              "http.status": status,
+              "http.duration_ms": durationMs,
+              school_id: school.schoolId
+            }
+        )
       )
     })
   })

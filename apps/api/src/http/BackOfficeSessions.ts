@@ -13,8 +13,10 @@ import { retryAfterSeconds } from "@school/domain/RateLimit"
 import * as SessionRules from "@school/domain/Sessions"
 import { hashPassword, verifyPassword } from "@school/persistence/Passwords"
 import { Sessions } from "@school/persistence/Sessions"
+import * as AccessLog from "@school/runtime/AccessLog"
 import { randomBytes } from "node:crypto"
 import { SessionConfig } from "../BackOfficeAuth.ts"
+import * as Metrics from "../Metrics.ts"
 
 /** Whether the request came over HTTPS, as the proxy in front says (`X-Forwarded-Proto`). */
 const viaHttps = (request: HttpServerRequest.HttpServerRequest) =>
@@ -71,6 +73,7 @@ export const LoginHandlersNoDeps = HttpApiBuilder.group(
       const admitted = yield* admit(sessions, payload.email)
       if (admitted > 0) {
         const retryAfter = retryAfterSeconds(admitted * 1000)
+        yield* Metrics.rateLimitRejected("sign_in")
         return yield* new Errors.TooManyAttempts({
           message: `Too many failed sign-ins for this e-mail. Retry after ${retryAfter} second${retryAfter === 1 ? "" : "s"}.`,
           headers: { "retry-after": retryAfter }
@@ -84,6 +87,7 @@ export const LoginHandlersNoDeps = HttpApiBuilder.group(
       // The attempt was counted as a failure when it was admitted.
       if (Option.isNone(login) || !matches) return yield* wrongCredentials()
       yield* sessions.clearFailures(payload.email)
+      yield* AccessLog.setSchool(login.value.school_id)
       const { ttl } = yield* SessionConfig
       const token = SessionRules.generateToken()
       const created = yield* sessions.create(

@@ -1,0 +1,118 @@
+/**
+ * The dispatcher's metrics (docs/operators.md "Metrics"), served on
+ * DISPATCHER_PORT at `/metrics` (apps/dispatcher/src/Health.ts) in the
+ * Prometheus text format, from Effect's `Metric` values through
+ * `effect/observability` `PrometheusMetrics`:
+ *
+ * - per attempt: what the delivery became (`webhook_deliveries_total`), the
+ *   attempt's result in the journal's terms (`webhook_attempts_total`), its
+ *   duration (`webhook_attempt_duration_seconds`);
+ * - at each scrape, from ONE statement (DeliveryQueue `gauges`): due
+ *   deliveries waiting, the oldest one's age, problematic subscriptions and
+ *   the fan-out's lag; then the process gauges.
+ *
+ * No label names a school, a subscription, a delivery or a URL.
+ */
+import { type DeliveryQueue, type Gauges } from "@school/persistence/DeliveryQueue"
+import * as Metrics from "@school/runtime/Metrics"
+import { Duration, Effect, Metric } from "effect"
+import type { Outcome } from "./Receiver.ts"
+
+/** What a delivery became after an attempt: the journal's outcome, as a label. */
+export type DeliveryOutcome = "delivered" | "retrying" | "failed"
+
+const deliveries = (outcome: DeliveryOutcome) =>
+  Metric.counter("webhook_deliveries_total", {
+    description: "Delivery attempts, by what the delivery became after it (failed: finally).",
+    attributes: { outcome },
+    incremental: true
+  })
+const deliveriesBy: Record<DeliveryOutcome, Metric.Counter<number>> = {
+  delivered: deliveries("delivered"),
+  retrying: deliveries("retrying"),
+  failed: deliveries("failed")
+}
+
+/** One counter per result, made on first use: the results are a fixed, small set. */
+const attemptsBy = new Map<string, Metric.Counter<number>>()
+const attempts = (result: string) => {
+  let counter = attemptsBy.get(result)
+  if (counter === undefined) {
+    counter = Metric.counter("webhook_attempts_total", {
+      description: "Delivery attempts, by result: the receiver's status class (2xx, 4xx, ...) or the journal's error kind.",
+      attributes: { result },
+      incremental: true
+    })
+    attemptsBy.set(result, counter)
+  }
+  return counter
+}
+
+const attemptDuration = Metric.histogram("webhook_attempt_duration_seconds", {
+  description: "Time from the start of an attempt to the receiver's answer (or its failure).",
+  boundaries: Metrics.LATENCY_BUCKETS
+})
+
+/**
+ * An attempt's result as a label: the journal's error kind
+ * (apps/dispatcher/src/Receiver.ts `AttemptError`) when it has one, else
+ * the status class of the receiver's answer.
+ */
+export const resultOf = (outcome: Outcome): string => {
+  if (outcome.error !== null) return outcome.error
+  const code = outcome.responseCode
+  return code !== null && code >= 100 && code <= 599 ? `${Math.floor(code / 100)}xx` : "other"
+}
+
+/** Counts one attempt. */
+export const attempted = (outcome: Outcome, became: DeliveryOutcome): Effect.Effect<void> =>
+  Effect.all([
+    Metric.update(deliveriesBy[became], 1),
+    Metric.update(attempts(resultOf(outcome)), 1),
+    Metric.update(attemptDuration, outcome.durationMs / 1000)
+  ], { discard: true })
+
+const due = Metric.gauge("webhook_deliveries_due", {
+  description: "Deliveries due and not taken by a dispatcher."
+})
+const oldestDue = Metric.gauge("webhook_oldest_due_delivery_age_seconds", {
+  description: "Seconds since the oldest delivery still waiting fell due (0: none waits)."
+})
+const problematic = Metric.gauge("webhook_subscriptions_problematic", {
+  description: "Webhook subscriptions in status problematic."
+})
+const fanOutLag = Metric.gauge("webhook_fanout_lag_seconds", {
+  description: "Seconds since the oldest outbox event not yet fanned out was written (0: none)."
+})
+
+const setGauges = (gauges: Gauges) =>
+  Effect.all([
+    Metric.update(due, gauges.due),
+    Metric.update(oldestDue, gauges.oldestDueAgeSeconds),
+    Metric.update(problematic, gauges.problematic),
+    Metric.update(fanOutLag, gauges.fanOutLagSeconds)
+  ], { discard: true })
+
+/** The counters at 0 before the first attempt, so a rate over them exists from the start. */
+export const initialize: Effect.Effect<void> = Effect.all(
+  [...Object.values(deliveriesBy).map((counter) => Metric.update(counter, 0)), setGauges({
+    due: 0,
+    oldestDueAgeSeconds: 0,
+    problematic: 0,
+    fanOutLagSeconds: 0
+  })],
+  { discard: true }
+)
+
+/**
+ * Every series, the backlog's gauges read first (2 s at most; a database
+ * that does not answer leaves them at their last values, and the scrape
+ * still answers with the rest).
+ */
+export const render = (queue: DeliveryQueue["Service"]): Effect.Effect<string> =>
+  queue.gauges().pipe(
+    Effect.timeout(Duration.seconds(2)),
+    Effect.flatMap(setGauges),
+    Effect.catchCause(() => Effect.void),
+    Effect.andThen(Metrics.render)
+  )

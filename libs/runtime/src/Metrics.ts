@@ -1,0 +1,160 @@
+/**
+ * What both processes' `/metrics` share (docs/operators.md "Metrics"):
+ * Effect's own `Metric` values, rendered by `effect/observability`
+ * `PrometheusMetrics` in the Prometheus text format; the HTTP request
+ * series of the API's access log; the process gauges read at scrape time.
+ *
+ * Labels are fixed, small sets: a route TEMPLATE (never the path as sent,
+ * which may hold a key), a method from a fixed list, a status. No school,
+ * key, URL or delivery id is ever a label (cardinality and privacy).
+ *
+ * The request path's cost is O(1) and allocation-free once a series exists:
+ * each (route, method, status) gets its own pre-bound `Metric` (its
+ * attributes given at construction, so Effect computes its registry key
+ * once), found through three small maps.
+ */
+import { type Context, Effect, Layer, Metric, type Scope } from "effect"
+import { PrometheusMetrics } from "effect/observability"
+import { monitorEventLoopDelay } from "node:perf_hooks"
+
+/** The Prometheus text format's content type (version 0.0.4). */
+export const CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+/** The path both processes serve their metrics on. */
+export const PATH = "/metrics"
+
+/** Seconds, about 1 ms to 10 s: the request and attempt latency histograms' buckets. */
+export const LATENCY_BUCKETS: ReadonlyArray<number> = [
+  0.001,
+  0.0025,
+  0.005,
+  0.01,
+  0.025,
+  0.05,
+  0.1,
+  0.25,
+  0.5,
+  1,
+  2.5,
+  5,
+  10
+]
+
+/** The methods a label may name; anything else (Node's parser accepts ~30) is `OTHER`. */
+const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+const methodLabel = (method: string): string => METHODS.has(method) ? method : "OTHER"
+
+const REQUESTS = "http_server_requests_total"
+const REQUESTS_HELP = "HTTP requests answered, by method, route template and status."
+const DURATION = "http_server_request_duration_seconds"
+const DURATION_HELP = "Time from the request's arrival to its answer, by method and route template."
+
+interface RouteSeries {
+  readonly duration: Metric.Histogram<number>
+  readonly byStatus: Map<number, Metric.Counter<number>>
+}
+
+/**
+ * The request series: `record` counts one answered request and observes
+ * its duration. `route` is a template from a fixed set (the router's, or
+ * `(no route)`), so the series stay bounded.
+ */
+export const makeHttpRecorder = () => {
+  const series = new Map<string, Map<string, RouteSeries>>()
+  const routeSeries = (method: string, route: string): RouteSeries => {
+    let byMethod = series.get(route)
+    if (byMethod === undefined) {
+      byMethod = new Map()
+      series.set(route, byMethod)
+    }
+    let found = byMethod.get(method)
+    if (found === undefined) {
+      found = {
+        duration: Metric.histogram(DURATION, {
+          description: DURATION_HELP,
+          boundaries: LATENCY_BUCKETS,
+          attributes: { method: methodLabel(method), route }
+        }),
+        byStatus: new Map()
+      }
+      byMethod.set(method, found)
+    }
+    return found
+  }
+  return (context: Context.Context<never>, method: string, route: string, status: number, seconds: number): void => {
+    const found = routeSeries(method, route)
+    let counter = found.byStatus.get(status)
+    if (counter === undefined) {
+      counter = Metric.counter(REQUESTS, {
+        description: REQUESTS_HELP,
+        attributes: { method: methodLabel(method), route, status: String(status) },
+        incremental: true
+      })
+      found.byStatus.set(status, counter)
+    }
+    counter.updateUnsafe(1, context)
+    found.duration.updateUnsafe(seconds, context)
+  }
+}
+
+/** A record of answered requests: context, method, route template, status, seconds. */
+export type HttpRecorder = ReturnType<typeof makeHttpRecorder>
+
+/**
+ * A gauge whose value is read when the metrics are rendered (a scrape), not
+ * pushed: registered while the layer (or scope) lives.
+ */
+export const liveGauge = (
+  name: string,
+  description: string,
+  read: () => number,
+  attributes?: Metric.Metric.AttributeSet
+) =>
+  Effect.gen(function*() {
+    const context = yield* Effect.context<never>()
+    const gauge = Metric.gauge(name, { description, ...(attributes === undefined ? {} : { attributes }) })
+    const registration = Metric.registerUnsafe(gauge, context, {
+      get: () => ({ value: read() }),
+      update: () => {},
+      modify: () => {}
+    })
+    yield* Effect.addFinalizer(() => Effect.sync(() => registration.remove()))
+  })
+
+/** The process's start, in seconds since the epoch. */
+const startTimeSeconds = Math.round((Date.now() - performance.now()) / 10) / 100
+
+/**
+ * The process gauges (docs/operators.md "Metrics"), read at each scrape:
+ * resident memory, start time, and the event loop's p99 delay since the
+ * previous scrape (perf_hooks `monitorEventLoopDelay`, reset at each read).
+ */
+export const processGauges: Effect.Effect<void, never, Scope.Scope> = Effect.gen(function*() {
+  const loop = yield* Effect.acquireRelease(
+    Effect.sync(() => {
+      const histogram = monitorEventLoopDelay({ resolution: 20 })
+      histogram.enable()
+      return histogram
+    }),
+    (histogram) => Effect.sync(() => histogram.disable())
+  )
+  yield* liveGauge("process_resident_memory_bytes", "Resident set size of the process, in bytes.", () =>
+    process.memoryUsage.rss())
+  yield* liveGauge("process_start_time_seconds", "Start time of the process since the Unix epoch, in seconds.", () =>
+    startTimeSeconds)
+  yield* liveGauge(
+    "nodejs_eventloop_delay_p99_seconds",
+    "The 99th percentile of the event loop's delay since the previous scrape, in seconds.",
+    () => {
+      const p99 = loop.count === 0 ? 0 : loop.percentile(99) / 1e9
+      loop.reset()
+      return p99
+    }
+  )
+})
+
+/** The process gauges for as long as the layer lives. */
+export const ProcessGaugesLive: Layer.Layer<never> = Layer.effectDiscard(processGauges)
+
+/** Every metric of the process, in the Prometheus text format. */
+export const render: Effect.Effect<string> = PrometheusMetrics.format()
