@@ -1,5 +1,5 @@
 # One image for the API, the dispatcher and the one-shot migrate; the command picks the process
-# (docs/operators.md "Container image"):
+# (docs/operations.md "Container image"):
 #   node apps/api/src/main.ts          the API on PORT (the default command)
 #   node apps/dispatcher/src/main.ts   the webhook dispatcher, its health routes on DISPATCHER_PORT
 #   node apps/cli/src/migrate.ts       applies the pending migrations to DATABASE_URL and exits

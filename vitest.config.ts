@@ -1,6 +1,6 @@
 /**
  * One test run: every `test/**\/*.test.ts` file, files in parallel, against
- * ONE PostgreSQL started by the global setup (docs/operators.md "npm test"); each file
+ * ONE PostgreSQL started by the global setup (docs/operations.md "npm test"); each file
  * gets its own database from `test/support/TestDatabase.ts`.
  *
  * Two groups, one after the other: first every file but the browser's, then

@@ -50,7 +50,7 @@ const issueWriteKeys = (context: ScenarioContext, schoolId: number, count: numbe
     return keys.map(ApiKey.formatApiKey)
   })
 
-/** The main funnel every school has (docs/operators.md "schools create"); the data sets are loaded without one. */
+/** The main funnel every school has (docs/operations.md "schools create"); the data sets are loaded without one. */
 const ensureMainFunnel = (context: ScenarioContext, schoolId: number) =>
   context.db.sql`
     WITH f AS (

@@ -5,7 +5,7 @@
  * - /health/live and /health/ready on DISPATCHER_PORT;
  * - SIGTERM with an attempt in flight: the attempt finishes (here: times
  *   out), is recorded, and the process exits 0;
- * - SIGTERM with SHUTDOWN_DELAY (docs/operators.md "Shutdown"): /health/ready
+ * - SIGTERM with SHUTDOWN_DELAY (docs/operations.md "Shutdown"): /health/ready
  *   answers 503 shutting_down at once and until the process exits, while it
  *   goes on delivering for the delay; then the attempt in flight is
  *   recorded, nothing is left leased, and it exits 0;

@@ -1,5 +1,5 @@
 /**
- * docker-compose.yml (issue 13 "One container image"; docs/operators.md
+ * docker-compose.yml (issue 13 "One container image"; docs/operations.md
  * "Container image"). There is no Docker engine here, so:
  *
  * - the file is validated against the Compose Specification's JSON schema
@@ -105,7 +105,7 @@ const composeProblems = (compose: ComposeFile): ReadonlyArray<string> => {
       problems.push(`${name}: command names ${command[1]}, which is not in the image`)
     }
     for (const variable of Object.keys(serviceEnv(service))) {
-      if (!settings.has(variable)) problems.push(`${name}: ${variable} is not a setting in docs/operators.md "Settings"`)
+      if (!settings.has(variable)) problems.push(`${name}: ${variable} is not a setting in docs/operations.md "Settings"`)
     }
     if (name !== "migrate" && dependsOn(service, "migrate") !== "service_completed_successfully") {
       problems.push(`${name}: does not wait for migrate service_completed_successfully`)
@@ -133,7 +133,7 @@ const composeProblems = (compose: ComposeFile): ReadonlyArray<string> => {
     }
   }
   for (const variable of Object.keys(imageEnv)) {
-    if (!settings.has(variable)) problems.push(`Dockerfile: ENV ${variable} is not a setting in docs/operators.md "Settings"`)
+    if (!settings.has(variable)) problems.push(`Dockerfile: ENV ${variable} is not a setting in docs/operations.md "Settings"`)
   }
   return problems
 }

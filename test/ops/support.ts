@@ -1,9 +1,9 @@
 /**
  * Reading the container files the way Docker and Compose do, for the tests
- * of test/ops (docs/operators.md "Container image"): the Dockerfile as a list
+ * of test/ops (docs/operations.md "Container image"): the Dockerfile as a list
  * of instructions per stage, `.dockerignore` with Docker's matching rules,
  * docker-compose.yml with Compose's `${VAR:-default}` interpolation, and the
- * settings table of docs/operators.md.
+ * settings table of docs/operations.md.
  *
  * `buildImage` replays the Dockerfile into a temporary directory: each
  * stage's filesystem is a directory, `COPY` copies from the repository (what
@@ -360,11 +360,11 @@ export const publishedTargets = (service: Service): ReadonlyArray<number> =>
   })
 
 // ---------------------------------------------------------------------------
-// docs/operators.md "Settings"
+// docs/operations.md "Settings"
 
 /** Every name in the first column of the settings table. */
 export const documentedSettings = (): ReadonlySet<string> => {
-  const text = readRepoFile("docs/operators.md")
+  const text = readRepoFile("docs/operations.md")
   const start = text.indexOf("\n## Settings")
   const end = text.indexOf("\n## ", start + 1)
   const names = new Set<string>()

@@ -3,7 +3,7 @@
  * one line per request with the method, the route's template, the status and
  * the duration; never a key, whether the client put it in the path, the
  * query or the Authorization header, and whether the path matches a route
- * or not (docs/operators.md "Settings").
+ * or not (docs/operations.md "Settings").
  */
 import { assert, layer } from "@effect/vitest"
 import { freePort } from "@school/runtime/Ports"

@@ -1,5 +1,5 @@
 /**
- * `demo seed` (docs/operators.md "Operator CLI"), run as a real process: the JSON it
+ * `demo seed` (docs/operations.md "Operator CLI"), run as a real process: the JSON it
  * prints, and that the school holds what the contract promises, consistently.
  */
 import { assert, layer } from "@effect/vitest"

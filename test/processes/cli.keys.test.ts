@@ -1,5 +1,5 @@
 /**
- * The operator CLI's key commands (docs/operators.md "Operator CLI"; spec
+ * The operator CLI's key commands (docs/operations.md "Operator CLI"; spec
  * 5.2), run as real processes against this file's database, with the API
  * serving the same database so an issued or revoked key is tried on the
  * public API: `keys create` prints the whole key once (`--json`: exactly

@@ -1,5 +1,5 @@
 /**
- * The operator CLI's school commands (docs/operators.md "Operator CLI"), run as real
+ * The operator CLI's school commands (docs/operations.md "Operator CLI"), run as real
  * processes against this file's database.
  */
 import { assert, layer } from "@effect/vitest"

@@ -1,5 +1,5 @@
 /**
- * The API process while its PostgreSQL is away (docs/operators.md "Database
+ * The API process while its PostgreSQL is away (docs/operations.md "Database
  * away", docs/decisions.md "Requests and responses"): every request that
  * needs the database gets 503 service_unavailable with Retry-After in the
  * envelope, not 500 internal_error; once the database is back, requests

@@ -1,5 +1,5 @@
 /**
- * The API under a database that holds it up (docs/operators.md "Settings":
+ * The API under a database that holds it up (docs/operations.md "Settings":
  * DATABASE_STATEMENT_TIMEOUT, DATABASE_ACQUIRE_TIMEOUT; docs/decisions.md
  * "Requests and responses"): with one table locked, requests to it get 503
  * service_unavailable with Retry-After within the bounds instead of holding

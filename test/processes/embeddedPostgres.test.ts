@@ -1,5 +1,5 @@
 /**
- * The embedded PostgreSQL (docs/operators.md "Commands", "Database"): a
+ * The embedded PostgreSQL (docs/operations.md "Commands", "Database"): a
  * throwaway cluster is gone with its scope; a persistent one keeps its data
  * between runs, and one that another process is running is used as it is
  * rather than started twice; a server whose starter is killed outright is

@@ -1,5 +1,5 @@
 /**
- * `start:api` on an address it cannot listen on (docs/operators.md
+ * `start:api` on an address it cannot listen on (docs/operations.md
  * "Settings": PORT, HOST; docs/development.md "Runtime"): no "listening"
  * line, one error line in the configured log format on stderr naming the
  * address and EADDRINUSE, nothing on stdout, exit 1. A real process on a

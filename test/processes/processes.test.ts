@@ -1,5 +1,5 @@
 /**
- * How the processes start and stop (docs/operators.md "Settings",
+ * How the processes start and stop (docs/operations.md "Settings",
  * docs/development.md "Runtime"): settings are read once and a malformed one stops the process
  * with one line naming it; the dispatcher stops cleanly on SIGTERM;
  * `npm run migrate` is idempotent.
@@ -14,7 +14,7 @@ const loadFrom = (env: Record<string, string>) =>
   load.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env })))
 
 describe("settings", () => {
-  it.effect("defaults (docs/operators.md \"Settings\")", () =>
+  it.effect("defaults (docs/operations.md \"Settings\")", () =>
     Effect.gen(function*() {
       const settings = yield* loadFrom({})
       assert.isTrue(Option.isNone(settings.databaseUrl))
@@ -32,7 +32,7 @@ describe("settings", () => {
       assert.strictEqual(Duration.toMillis(settings.shutdownTimeout), 10_000)
     }))
 
-  it.effect("SHUTDOWN_DELAY and SHUTDOWN_TIMEOUT (docs/operators.md \"Shutdown\")", () =>
+  it.effect("SHUTDOWN_DELAY and SHUTDOWN_TIMEOUT (docs/operations.md \"Shutdown\")", () =>
     Effect.gen(function*() {
       const settings = yield* loadFrom({ SHUTDOWN_DELAY: "5s", SHUTDOWN_TIMEOUT: "1m" })
       assert.strictEqual(Duration.toMillis(settings.shutdownDelay), 5_000)

@@ -1,5 +1,5 @@
 /**
- * Request ids (docs/operators.md "Request ids";
+ * Request ids (docs/operations.md "Request ids";
  * libs/domain/src/RequestId.ts): every response of the API process and of
  * the dispatcher's health listener carries `X-Request-Id`, the request's own
  * value when it is 1 to 128 visible ASCII characters, else a new one; the

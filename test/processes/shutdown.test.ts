@@ -1,5 +1,5 @@
 /**
- * The API process's graceful stop (docs/operators.md "Shutdown";
+ * The API process's graceful stop (docs/operations.md "Shutdown";
  * libs/runtime/src/Shutdown.ts), with the real process:
  *
  * - SIGTERM with SHUTDOWN_DELAY: /health/ready answers 503 `shutting_down`

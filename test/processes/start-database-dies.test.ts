@@ -1,5 +1,5 @@
 /**
- * `npm start` whose own embedded PostgreSQL dies (docs/operators.md
+ * `npm start` whose own embedded PostgreSQL dies (docs/operations.md
  * "Database away"): it does not keep running without a database; it stops
  * the API and the dispatcher and exits 1 with one line saying what happened.
  * A real `npm start` (DATABASE_URL unset, DATA_DIR a temporary directory);

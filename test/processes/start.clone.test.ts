@@ -1,5 +1,5 @@
 /**
- * `npm start` as a newcomer runs it (docs/operators.md "Commands"; README
+ * `npm start` as a newcomer runs it (docs/operations.md "Commands"; README
  * "Run it"): from a fresh copy of the project in a `mktemp -d` directory
  * (mode 0700) and without DATABASE_URL, so on the embedded PostgreSQL. As
  * root, PostgreSQL runs as the `postgres` user, which cannot enter that
@@ -59,7 +59,7 @@ const cloneIntoPrivateDir = Effect.acquireRelease(
   ({ parent }) => Effect.promise(() => Fs.rm(parent, { recursive: true, force: true }))
 )
 
-/** The settings of docs/operators.md "Settings" and npm's own variables, so the test's environment cannot leak in. */
+/** The settings of docs/operations.md "Settings" and npm's own variables, so the test's environment cannot leak in. */
 const cleanEnvironment = (env: Readonly<Record<string, string>>): NodeJS.ProcessEnv => {
   const base: NodeJS.ProcessEnv = {}
   for (const [name, value] of Object.entries(process.env)) {

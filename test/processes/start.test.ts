@@ -1,5 +1,5 @@
 /**
- * `npm start` (docs/operators.md "Commands") against DATABASE_URL: on an empty
+ * `npm start` (docs/operations.md "Commands") against DATABASE_URL: on an empty
  * database it seeds the demo school and prints its keys, the API answers with
  * them, and a SIGTERM stops the API, the dispatcher and itself with exit 0.
  */

@@ -22,7 +22,7 @@ export interface Finished {
   readonly stderr: string
 }
 
-/** The settings of docs/operators.md "Settings", so the tests' own environment cannot leak in. */
+/** The settings of docs/operations.md "Settings", so the tests' own environment cannot leak in. */
 const settingNames = [
   "DATABASE_URL",
   "DATA_DIR",

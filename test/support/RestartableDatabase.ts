@@ -1,7 +1,7 @@
 /**
  * An embedded PostgreSQL a test can stop and start again, on the same data
  * directory and port, to take the database away under running processes
- * and bring it back (docs/operators.md "Database away"). Each `start` runs
+ * and bring it back (docs/operations.md "Database away"). Each `start` runs
  * the server in a scope of its own, forked from the test's, so the test
  * stops it with `stop` and the test's scope stops whatever is left; the
  * data directory is removed with the test's scope.

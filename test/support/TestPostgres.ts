@@ -1,5 +1,5 @@
 /**
- * The one PostgreSQL server of a test run (docs/operators.md "Commands":
+ * The one PostgreSQL server of a test run (docs/operations.md "Commands":
  * npm test): `TEST_DATABASE_URL` if set, else a testcontainers PostgreSQL if
  * a Docker engine answers, else the embedded PostgreSQL of
  * @school/local-postgres in a temporary directory. Started and stopped by

@@ -20,7 +20,7 @@
  * Every other credential goes to the database as before; a failure it
  * reports is counted against the client and remembered, a success makes the
  * credential known. The address is the socket's (X-Forwarded-For is not
- * read: anyone can send it); see docs/operators.md "Rate limits".
+ * read: anyone can send it); see docs/operations.md "Rate limits".
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { ApiKey, AuthFailures, type Errors } from "@school/domain"

@@ -87,7 +87,7 @@ export const AuthenticationLive = Layer.effect(
         yield* guard.settle(verdict, failure)
         if (Option.isSome(failure)) return yield* Errors.unauthorized(failure.value)
         const { key, outcome } = Option.getOrThrow(found)
-        // The key authenticated: its school goes on the access line (docs/operators.md "Log lines").
+        // The key authenticated: its school goes on the access line (docs/operations.md "Log lines").
         yield* AccessLog.setSchool(key.school_id)
         if (outcome._tag === "Rejected") {
           yield* Metrics.rateLimitRejected("key")

@@ -25,7 +25,7 @@ import * as AccessLog from "@school/runtime/AccessLog"
 import { JSON_MEDIA_TYPE, parseContentType } from "./RequestBody.ts"
 import { validationBody } from "./RequestValidation.ts"
 
-/** SESSION_TTL (docs/operators.md "Settings"). */
+/** SESSION_TTL (docs/operations.md "Settings"). */
 export const SessionConfig = Context.Reference<{ readonly ttl: Duration.Duration }>("school/api/SessionConfig", {
   defaultValue: () => ({ ttl: SessionRules.DEFAULT_TTL })
 })
@@ -104,7 +104,7 @@ export const SessionAuthenticationLive = Layer.effect(
         : Option.none()
       if (Option.isNone(found)) return yield* unauthenticated("The session is unknown, ended or expired: sign in again.")
       const session = found.value
-      // The session's school goes on the access line (docs/operators.md "Log lines").
+      // The session's school goes on the access line (docs/operations.md "Log lines").
       yield* AccessLog.setSchool(session.school_id)
       return yield* Effect.provideService(httpEffect, CurrentEmployee, {
         schoolId: session.school_id,

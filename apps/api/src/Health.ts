@@ -1,5 +1,5 @@
 /**
- * Liveness and readiness for orchestrators (docs/operators.md "Process
+ * Liveness and readiness for orchestrators (docs/operations.md "Process
  * endpoints"): ready means the database answers and the process is not
  * stopping (libs/runtime/src/Shutdown.ts: 503 `shutting_down` from SIGTERM on).
  */

@@ -57,7 +57,7 @@ const respond = (stored: StoredResponse, replayed: boolean) =>
     ...(replayed ? { headers: { [REPLAYED_HEADER]: "true" } } : {})
   })
 
-/** 409 idempotency_in_progress, counted in /metrics (docs/operators.md "Metrics"). */
+/** 409 idempotency_in_progress, counted in /metrics (docs/operations.md "Metrics"). */
 const inProgress = () =>
   Effect.andThen(
     Metrics.idempotencyInProgress,

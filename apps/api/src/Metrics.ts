@@ -1,5 +1,5 @@
 /**
- * The API process's metrics (docs/operators.md "Metrics"): `GET /metrics`
+ * The API process's metrics (docs/operations.md "Metrics"): `GET /metrics`
  * on its own listener, in the Prometheus text format, from Effect's
  * `Metric` values through `effect/observability` `PrometheusMetrics`.
  *

@@ -126,9 +126,9 @@ const routeList = (): ReadonlyArray<readonly [method: string, path: string]> => 
 }
 
 /**
- * The access log (docs/operators.md "Settings"): one line per request with
+ * The access log (docs/operations.md "Settings"): one line per request with
  * the route's template, never the path or query as sent, which may hold a key;
- * the same pass counts the request in /metrics (docs/operators.md "Metrics").
+ * the same pass counts the request in /metrics (docs/operations.md "Metrics").
  */
 export const accessLog = AccessLog.middleware(
   AccessLog.routeTemplates(routeList(), ROUTER_CONFIG),
@@ -198,11 +198,11 @@ export interface ServerOptions {
   readonly sessionTtl?: Duration.Duration
   /** WEBHOOK_ALLOW_INSECURE_URLS and WEBHOOK_SECRET_KEY (defaults: https and public receivers, the development key). */
   readonly webhooks?: { readonly allowInsecureUrls: boolean; readonly secretKey: Option.Option<Uint8Array> }
-  /** DATABASE_STATEMENT_TIMEOUT (docs/operators.md "Settings"; none when omitted). */
+  /** DATABASE_STATEMENT_TIMEOUT (docs/operations.md "Settings"; none when omitted). */
   readonly statementTimeout?: Duration.Duration
-  /** DATABASE_ACQUIRE_TIMEOUT (docs/operators.md "Settings"; none when omitted). */
+  /** DATABASE_ACQUIRE_TIMEOUT (docs/operations.md "Settings"; none when omitted). */
   readonly acquireTimeout?: Duration.Duration
-  /** SHUTDOWN_TIMEOUT (docs/operators.md "Shutdown"; default 10 s). */
+  /** SHUTDOWN_TIMEOUT (docs/operations.md "Shutdown"; default 10 s). */
   readonly shutdownTimeout?: Duration.Duration
 }
 
@@ -215,7 +215,7 @@ const DEFAULT_SHUTDOWN_TIMEOUT = Duration.seconds(10)
  * answers with an empty body, gives way to the app's (apps/api/src/ParserErrors.ts).
  * Closing it lets the requests in flight finish, keeps no idle keep-alive
  * connection open, and cuts what is left after `shutdownTimeout`
- * (libs/runtime/src/Shutdown.ts `closeWhenIdle`; docs/operators.md "Shutdown").
+ * (libs/runtime/src/Shutdown.ts `closeWhenIdle`; docs/operations.md "Shutdown").
  */
 export const createApiServer = (shutdownTimeout: Duration.Duration = DEFAULT_SHUTDOWN_TIMEOUT): Server => {
   const server = createServer({ requireHostHeader: false })
@@ -223,7 +223,7 @@ export const createApiServer = (shutdownTimeout: Duration.Duration = DEFAULT_SHU
   return closeWhenIdle(server, shutdownTimeout)
 }
 
-/** The server's options as the settings give them (docs/operators.md "Settings"). */
+/** The server's options as the settings give them (docs/operations.md "Settings"). */
 export const serverOptions = (settings: SettingsShape, databaseUrl: string): ServerOptions => ({
   databaseUrl,
   port: settings.port,
@@ -266,7 +266,7 @@ export const ServerLayerNoDeps = (options: Omit<ServerOptions, "databaseUrl" | "
     Layer.provide(options.webhooks === undefined ? Layer.empty : webhookConfigLayer(options.webhooks))
   )
 
-/** The API's pool, with its bounds (docs/operators.md "Settings"). */
+/** The API's pool, with its bounds (docs/operations.md "Settings"). */
 export const ApiSqlLayer = (options: ServerOptions) =>
   Sql.layer({
     url: options.databaseUrl,

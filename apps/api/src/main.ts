@@ -1,6 +1,6 @@
 /**
  * The API process: reads the settings, serves the public API on HOST:PORT
- * against DATABASE_URL until SIGTERM/SIGINT. Then (docs/operators.md
+ * against DATABASE_URL until SIGTERM/SIGINT. Then (docs/operations.md
  * "Shutdown"; libs/runtime/src/Shutdown.ts) /health/ready answers 503
  * `shutting_down` while everything else is served for SHUTDOWN_DELAY; then
  * it stops accepting, lets the requests in flight finish (SHUTDOWN_TIMEOUT

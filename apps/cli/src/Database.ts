@@ -1,5 +1,5 @@
 /**
- * The database a CLI command works on (docs/operators.md "Operator CLI":
+ * The database a CLI command works on (docs/operations.md "Operator CLI":
  * against DATABASE_URL). With DATABASE_URL unset: the embedded PostgreSQL of
  * `npm start` (DATA_DIR, default .data/postgres), the running one if there is
  * one, else started for the command and stopped after it; migrations are

@@ -1,5 +1,5 @@
 /**
- * The operator CLI (docs/operators.md "Operator CLI"), `npm run cli -- <command>`:
+ * The operator CLI (docs/operations.md "Operator CLI"), `npm run cli -- <command>`:
  *
  *   schools create --name NAME --plan PLAN --owner-email EMAIL --owner-password PASSWORD [--owner-name NAME] [--json]
  *   schools set-plan --school ID --plan PLAN [--json]

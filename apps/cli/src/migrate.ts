@@ -1,5 +1,5 @@
 /**
- * `npm run migrate` (docs/operators.md "Commands"): applies the pending migrations to
+ * `npm run migrate` (docs/operations.md "Commands"): applies the pending migrations to
  * DATABASE_URL and exits; a rerun applies nothing. DATABASE_URL is required:
  * a deployment's one-shot migrate must never fall back to a local database.
  */

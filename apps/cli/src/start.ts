@@ -1,5 +1,5 @@
 /**
- * `npm start` (docs/operators.md "Commands"): the whole service on one machine.
+ * `npm start` (docs/operations.md "Commands"): the whole service on one machine.
  *
  * 1. DATABASE_URL, or, when unset, the embedded PostgreSQL with its data in
  *    DATA_DIR (default .data/postgres, kept between runs);
@@ -11,7 +11,7 @@
  *    PostgreSQL, and the exit code is 0 (also when the process that started
  *    us goes away). A child that dies on its own stops everything with a
  *    non-zero exit code; so does the embedded PostgreSQL we started
- *    (docs/operators.md "Database away": one line saying so, exit 1, rather
+ *    (docs/operations.md "Database away": one line saying so, exit 1, rather
  *    than an API answering 503 forever or a restart that hides a crash loop).
  */
 import {

@@ -24,7 +24,7 @@
  *    subscription's transitions and notifications.
  *
  * Each attempt is counted in /metrics (apps/dispatcher/src/Metrics.ts) and
- * logged (docs/operators.md "Log lines"): a failed one at Info, a delivered
+ * logged (docs/operations.md "Log lines"): a failed one at Info, a delivered
  * one at Debug.
  *
  * SIGTERM (the layer's scope closing): stop claiming, let the attempts in
@@ -55,7 +55,7 @@ export interface DispatcherOptions {
   readonly purgeInterval?: Duration.Duration
 }
 
-/** The dispatcher's options as the settings give them (docs/operators.md "Settings"). */
+/** The dispatcher's options as the settings give them (docs/operations.md "Settings"). */
 export const optionsFromSettings = (settings: SettingsShape): DispatcherOptions => ({
   concurrency: settings.dispatcherConcurrency,
   perSubscription: settings.dispatcherPerSubscription,

@@ -1,14 +1,14 @@
 /**
  * The dispatcher's liveness and readiness for orchestrators (issue 11;
- * docs/operators.md "Process endpoints"), the same answers as the API's
+ * docs/operations.md "Process endpoints"), the same answers as the API's
  * (apps/api/src/Health.ts) on DISPATCHER_PORT: `/health/live` is 200 while
  * the process runs; `/health/ready` is 200 while the delivery loop's last
  * step reached the database and `SELECT 1` answers within 2 s, else 503
  * `not_ready` (the database away), or 503 `shutting_down` from SIGTERM on
- * (libs/runtime/src/Shutdown.ts; docs/operators.md "Shutdown").
+ * (libs/runtime/src/Shutdown.ts; docs/operations.md "Shutdown").
  *
  * `/metrics` is the dispatcher's metrics in the Prometheus text format
- * (apps/dispatcher/src/Metrics.ts, docs/operators.md "Metrics").
+ * (apps/dispatcher/src/Metrics.ts, docs/operations.md "Metrics").
  *
  * A plain node:http server: three fixed routes need no router.
  */

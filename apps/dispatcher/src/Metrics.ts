@@ -1,5 +1,5 @@
 /**
- * The dispatcher's metrics (docs/operators.md "Metrics"), served on
+ * The dispatcher's metrics (docs/operations.md "Metrics"), served on
  * DISPATCHER_PORT at `/metrics` (apps/dispatcher/src/Health.ts) in the
  * Prometheus text format, from Effect's `Metric` values through
  * `effect/observability` `PrometheusMetrics`:

@@ -3,7 +3,7 @@
  * reads the settings, connects to DATABASE_URL, runs the delivery loop
  * (apps/dispatcher/src/Dispatcher.ts) and serves /health/live and
  * /health/ready on HOST:DISPATCHER_PORT, until SIGTERM/SIGINT: then
- * (docs/operators.md "Shutdown") /health/ready answers 503 `shutting_down`
+ * (docs/operations.md "Shutdown") /health/ready answers 503 `shutting_down`
  * while it goes on delivering for SHUTDOWN_DELAY; then it stops claiming,
  * lets the attempts in flight finish (WEBHOOK_TIMEOUT at most), records
  * them, closes its health routes last and exits 0. It says "dispatcher ready" (with the

@@ -61,7 +61,7 @@ export type RequestHeaderFieldsTooLarge = InstanceType<typeof RequestHeaderField
 export const InternalError = row("InternalError", 500, "internal_error")
 export type InternalError = InstanceType<typeof InternalError>
 // docs/decisions.md "Requests and responses": the database is away or over
-// its bounds (docs/operators.md "Settings": DATABASE_ACQUIRE_TIMEOUT,
+// its bounds (docs/operations.md "Settings": DATABASE_ACQUIRE_TIMEOUT,
 // DATABASE_STATEMENT_TIMEOUT); `Retry-After` says when to try again.
 export const ServiceUnavailable = rowWithHeaders("ServiceUnavailable", 503, "service_unavailable", {
   "retry-after": RetryAfter

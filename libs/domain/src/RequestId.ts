@@ -1,5 +1,5 @@
 /**
- * The request id of an HTTP process (docs/operators.md "Process endpoints",
+ * The request id of an HTTP process (docs/operations.md "Process endpoints",
  * "Request ids"): every response carries
  * `X-Request-Id`, the request's own value when it sent a sane one (1 to 128
  * visible ASCII characters, so a log line cannot be split or coloured by it),

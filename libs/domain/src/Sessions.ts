@@ -7,7 +7,7 @@
 import { Duration, Schema } from "effect"
 import { createHash, randomBytes } from "node:crypto"
 
-/** SESSION_TTL's default (docs/operators.md "Settings"). */
+/** SESSION_TTL's default (docs/operations.md "Settings"). */
 export const DEFAULT_TTL: Duration.Duration = Duration.hours(12)
 
 /** The cookie that carries the token, and the path it is sent on. */

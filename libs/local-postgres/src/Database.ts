@@ -1,5 +1,5 @@
 /**
- * Owns what a process knows of the database it uses (docs/operators.md
+ * Owns what a process knows of the database it uses (docs/operations.md
  * "Commands"): its superuser connection string and where it came from, how
  * it is shown without its password, and the one-line error when it cannot be
  * started or reached.

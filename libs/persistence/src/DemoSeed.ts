@@ -1,5 +1,5 @@
 /**
- * The demo school (docs/operators.md "demo seed", "npm start"): plan `pro`, filials,
+ * The demo school (docs/operations.md "demo seed", "npm start"): plan `pro`, filials,
  * subjects / programs / levels, staff, groups (some with free places),
  * 240 students (a handful with the legacy last-modified placeholder,
  * `updated_at` NULL), enrollments, payments, lessons over the past month and

@@ -38,7 +38,7 @@ export interface IdempotencyConfigShape {
   readonly purgeEvery: Duration.Duration
 }
 
-/** Defaults per docs/operators.md "Settings"; the API process provides IDEMPOTENCY_WAIT. */
+/** Defaults per docs/operations.md "Settings"; the API process provides IDEMPOTENCY_WAIT. */
 export const IdempotencyConfig = Context.Reference<IdempotencyConfigShape>("school/persistence/IdempotencyStore/Config", {
   defaultValue: () => ({
     wait: Idempotency.DEFAULT_WAIT,

@@ -1,5 +1,5 @@
 /**
- * Staff passwords (docs/operators.md "schools create": a slow hash). Stored as
+ * Staff passwords (docs/operations.md "schools create": a slow hash). Stored as
  * `scrypt$N$r$p$salt$hash` (salt and hash base64url), so the cost can be
  * raised later without invalidating the hashes already stored.
  */

@@ -1,5 +1,5 @@
 /**
- * Owns the life of a school as the operator sees it (docs/operators.md
+ * Owns the life of a school as the operator sees it (docs/operations.md
  * "Operator CLI"): creating one with its owner and main funnel, changing its
  * plan, and issuing API keys: `issueApiKeyOnPlan` applies the plan rule of
  * spec 5.2 (`Plans.canIssueKeys`) for the back office and `keys create`;
@@ -53,7 +53,7 @@ export class ApiKeyNotFound extends Schema.TaggedError<ApiKeyNotFound>()("ApiKey
   }
 }
 
-/** The main funnel every school starts with (docs/operators.md "schools create"). */
+/** The main funnel every school starts with (docs/operations.md "schools create"). */
 export const MAIN_FUNNEL_NAME = "Main funnel"
 export const MAIN_FUNNEL_STATUSES: ReadonlyArray<{ readonly name: string; readonly priority: number }> = [
   { name: "Incoming", priority: 10 },
@@ -254,7 +254,7 @@ const decodeRevocation = Schema.decodeUnknownEffect(Schema.Struct({
 }))
 
 /**
- * Revokes a school's key for the operator (docs/operators.md "keys revoke"),
+ * Revokes a school's key for the operator (docs/operations.md "keys revoke"),
  * as the back office's DELETE /api-keys/{id} does: `revoked_at` is set once
  * (a second revocation keeps the first time) and the trigger of migration
  * 0200 tells every API process's rate limiter. An unknown school and an

@@ -3,7 +3,7 @@
  * mapped to the camelCase-free names the API already speaks (we keep
  * snake_case end to end, so no name transform runs per row).
  *
- * A process that serves requests also bounds its waits (docs/operators.md
+ * A process that serves requests also bounds its waits (docs/operations.md
  * "Settings": DATABASE_STATEMENT_TIMEOUT, DATABASE_ACQUIRE_TIMEOUT), so a
  * locked table or a database that is away cannot hold every pooled
  * connection and every request behind it:
@@ -18,7 +18,7 @@
  * "Requests and responses"). Migrations and the CLI run without bounds.
  *
  * The bounded checkout also keeps the pool's use for `/metrics`
- * (`PoolStats`, docs/operators.md "Metrics"): @effect/sql-pg 4.0 keeps its
+ * (`PoolStats`, docs/operations.md "Metrics"): @effect/sql-pg 4.0 keeps its
  * `effect/Pool` to itself, so the counts are taken where every statement
  * and transaction of the process takes its connection.
  */
@@ -79,7 +79,7 @@ const commit = (connection: SqlConnection.Connection) =>
 
 /**
  * The pool's use as the process's `SqlClient` sees it, read at scrape time
- * (docs/operators.md "Metrics"): `inUse` connections lent to a statement or
+ * (docs/operations.md "Metrics"): `inUse` connections lent to a statement or
  * transaction, `waiting` checkouts that have none yet, `idle` connections
  * the pool keeps open and nobody uses (a connection unused for the pool's
  * idle time-out is closed by it, so it is no longer counted), `max` the

@@ -1,5 +1,5 @@
 /**
- * The one-line access log of an HTTP process (docs/operators.md "Settings":
+ * The one-line access log of an HTTP process (docs/operations.md "Settings":
  * LOG_LEVEL and LOG_FORMAT): method, the matched route's template, status
  * and duration, at Info. Never the path or the query as sent: a client may
  * put an API key in either (`/students/svc_…`, `?key=svc_…`), and a log line

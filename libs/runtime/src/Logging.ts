@@ -1,5 +1,5 @@
 /**
- * Owns how every process logs (docs/operators.md "Settings": LOG_LEVEL and
+ * Owns how every process logs (docs/operations.md "Settings": LOG_LEVEL and
  * LOG_FORMAT): pretty lines on a terminal, one JSON object per line
  * otherwise, always on stderr, so stdout stays free for the CLI's JSON and
  * `npm start`'s banner.

@@ -1,5 +1,5 @@
 /**
- * What both processes' `/metrics` share (docs/operators.md "Metrics"):
+ * What both processes' `/metrics` share (docs/operations.md "Metrics"):
  * Effect's own `Metric` values, rendered by `effect/observability`
  * `PrometheusMetrics` in the Prometheus text format; the HTTP request
  * series of the API's access log; the process gauges read at scrape time.
@@ -125,7 +125,7 @@ export const liveGauge = (
 const startTimeSeconds = Math.round((Date.now() - performance.now()) / 10) / 100
 
 /**
- * The process gauges (docs/operators.md "Metrics"), read at each scrape:
+ * The process gauges (docs/operations.md "Metrics"), read at each scrape:
  * resident memory, start time, and the event loop's p99 delay since the
  * previous scrape (perf_hooks `monitorEventLoopDelay`, reset at each read).
  */

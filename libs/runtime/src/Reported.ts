@@ -4,7 +4,7 @@
  * cause for it) and whose message says everything. `runMain` prints it as one
  * line on stderr, `error: <message>`, or the error's `[reportLine]` when it
  * has one (a malformed setting is reported as `invalid setting …`,
- * docs/operators.md "Settings"). Which errors qualify is a property of each
+ * docs/operations.md "Settings"). Which errors qualify is a property of each
  * error, never a list kept somewhere.
  */
 import { Predicate, Runtime, Schema } from "effect"

@@ -1,5 +1,5 @@
 /**
- * Owns the process settings of docs/operators.md "Settings": read once at
+ * Owns the process settings of docs/operations.md "Settings": read once at
  * start from the environment with Effect's `Config`, each checked, so that a
  * malformed one stops the process with one line naming it and nothing else.
  *
@@ -219,7 +219,7 @@ const LogLevelType = Schema.Literals(LogLevel.values)
 const DurationText = text(Schema.Duration, durationExpected, parseDuration)
 const PositiveDurationText = text(Schema.Duration, "a positive duration like 500ms, 5s or 1m", parsePositiveDuration)
 
-/** Every setting with its default (docs/operators.md "Settings"). */
+/** Every setting with its default (docs/operations.md "Settings"). */
 const settings = Config.all({
   databaseUrl: Config.option(
     Config.schema(text(Schema.String, "a postgres:// or postgresql:// URL", parseDatabaseUrl), "DATABASE_URL")
@@ -315,7 +315,7 @@ const whatFailed = (
   }
 }
 
-/** Reads and checks every setting (docs/operators.md "Settings"); the first malformed one fails. */
+/** Reads and checks every setting (docs/operations.md "Settings"); the first malformed one fails. */
 export const load: Effect.Effect<SettingsShape, InvalidSetting> = Effect.gen(function*() {
   const provider = emptyIsUnset(yield* ConfigProvider.ConfigProvider)
   return yield* settings.parse(provider).pipe(

@@ -1,6 +1,6 @@
 /**
  * Owns the order of a graceful stop, shared by the API and the dispatcher
- * (docs/operators.md "Shutdown"). On SIGTERM/SIGINT `runMain` interrupts the
+ * (docs/operations.md "Shutdown"). On SIGTERM/SIGINT `runMain` interrupts the
  * main program and its scope closes; the first finalizer to run is the one
  * `drainFirst` adds, last, after the process's servers are up:
  *

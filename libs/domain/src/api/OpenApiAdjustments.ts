@@ -104,7 +104,7 @@ export const lowerCaseHttpSchemes = (spec: Json): Json => {
 
 /**
  * A document transform: every answer of every operation carries
- * `X-Request-Id` (docs/operators.md "Request ids"), as HttpApi cannot
+ * `X-Request-Id` (docs/operations.md "Request ids"), as HttpApi cannot
  * declare a header on every response.
  */
 export const documentRequestId = (spec: Json): Json => {
@@ -199,7 +199,7 @@ export const documentParameters = <Id extends string, Groups extends HttpApiGrou
 /**
  * Where the documents' paths are served: the host that served the document
  * (a relative URL, resolved against the document's own address), and the
- * address `npm start` listens on (docs/operators.md "Settings": PORT, HOST).
+ * address `npm start` listens on (docs/operations.md "Settings": PORT, HOST).
  * The paths carry their prefix (`/api/public/v1/...`), so a server is a host.
  */
 export const SERVERS = [

@@ -22,7 +22,7 @@ import { parseReceiverUrl, type Policy, resolvedRefusal } from "@school/domain/R
 import * as WebhookSecret from "@school/domain/WebhookSecret"
 import { type Queued, Webhooks } from "@school/persistence/Webhooks"
 
-/** The webhook settings the handlers use (docs/operators.md "Settings"). */
+/** The webhook settings the handlers use (docs/operations.md "Settings"). */
 export interface WebhookSettings {
   /** WEBHOOK_ALLOW_INSECURE_URLS: http and internal receivers accepted (development and tests only). */
   readonly allowInsecureUrls: boolean
