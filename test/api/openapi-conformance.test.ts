@@ -39,7 +39,7 @@ const Env = TestServer.layer({
  */
 const NOT_PRODUCIBLE = (operation: string) => [`${operation} 500`, `${operation} 503`]
 
-const READS = ["/students", "/payments", "/groups", "/lessons?from=2026-01-01&to=2026-01-31", "/filials", "/subjects", "/programs", "/levels"]
+const READS = ["/students", "/payments", "/groups", "/enrollments", "/lessons?from=2026-01-01&to=2026-01-31", "/filials", "/subjects", "/programs", "/levels"]
 
 /** Holds an exclusive lock on `leads` until `release`, so a lead's write waits inside its operation. */
 const holdLeadsLock = Effect.fnUntraced(function*(release: Deferred.Deferred<void>) {
