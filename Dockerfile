@@ -16,6 +16,7 @@ COPY libs/domain/package.json libs/domain/
 COPY libs/persistence/package.json libs/persistence/
 COPY libs/runtime/package.json libs/runtime/
 COPY libs/local-postgres/package.json libs/local-postgres/
+COPY libs/client/package.json libs/client/
 COPY apps/api/package.json apps/api/
 COPY apps/dispatcher/package.json apps/dispatcher/
 COPY apps/cli/package.json apps/cli/
