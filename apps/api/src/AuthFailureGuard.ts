@@ -22,7 +22,11 @@
  * credential known. The address is the socket's (X-Forwarded-For is not
  * read: anyone can send it); see docs/operations.md "Rate limits".
  */
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import { ApiKey, AuthFailures, type Errors } from "@school/domain"
 
 /** Why a credential that reached the database did not authenticate. */

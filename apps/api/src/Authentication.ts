@@ -15,8 +15,11 @@
  * 429 for a client that has spent its failures; after it, the guard learns
  * what the database said.
  */
-import { Effect, Layer, Option, Redacted } from "effect"
-import { HttpServerRequest } from "effect/http"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
 import { ApiKey, Errors, RateLimit } from "@school/domain"
 import { Authentication, CurrentKey } from "@school/domain/api/Middleware"
 import type { Admission } from "@school/persistence/RateLimits"

@@ -8,9 +8,13 @@
  * authenticated by the cookie passes the cross-site request forgery check
  * first (403 FORBIDDEN).
  */
-import { Context, Duration, Effect, Layer, Option } from "effect"
-import { HttpServerRequest } from "effect/http"
-import { HttpApiMiddleware } from "effect/http-api"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpApiMiddleware from "effect/http-api/HttpApiMiddleware"
 import * as Errors from "@school/domain/BackOfficeErrors"
 import {
   BackOfficeValidation,

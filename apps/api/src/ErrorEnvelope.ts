@@ -12,10 +12,17 @@
  * Under the back office's prefix (`/api/crm/`) the same answers use the back
  * office's envelope and codes (libs/domain/src/BackOfficeErrors.ts).
  */
-import { Cause, Effect, Exit, Predicate } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Predicate from "effect/Predicate"
 import { SqlError } from "effect/sql/SqlError"
-import { FindMyWay, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { HttpApi } from "effect/http-api"
+import * as FindMyWay from "effect/http/FindMyWay"
+import * as HttpRouter from "effect/http/HttpRouter"
+import * as HttpServerError from "effect/http/HttpServerError"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import * as HttpApi from "effect/http-api/HttpApi"
 import type { HttpApiGroup } from "effect/http-api"
 import { Errors } from "@school/domain"
 import * as BackOfficeErrors from "@school/domain/BackOfficeErrors"

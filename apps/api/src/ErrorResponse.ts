@@ -9,7 +9,7 @@
  */
 import type { Encoded } from "@school/domain/ErrorTable"
 import * as RequestId from "@school/domain/RequestId"
-import { HttpServerResponse } from "effect/http"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import { STATUS_CODES } from "node:http"
 
 /** Every JSON response carries the charset (docs/decisions.md "Requests and responses"). */

@@ -4,9 +4,11 @@
  * stopping (libs/runtime/src/Shutdown.ts: 503 `shutting_down` from SIGTERM on).
  */
 import { Stopping, SHUTTING_DOWN } from "@school/runtime/Shutdown"
-import { Effect, Layer } from "effect"
-import { HttpRouter, HttpServerResponse } from "effect/http"
-import { SqlClient } from "effect/sql"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as HttpRouter from "effect/http/HttpRouter"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import * as SqlClient from "effect/sql/SqlClient"
 
 export const HEALTH_ROUTES = [["GET", "/health/live"], ["GET", "/health/ready"]] as const
 

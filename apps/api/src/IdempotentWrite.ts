@@ -27,8 +27,15 @@
  * The first response is built from the very bytes that are stored, so a
  * replay is byte-identical to it.
  */
-import { Cause, Data, Effect, Exit, Layer, Result } from "effect"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import * as Cause from "effect/Cause"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Result from "effect/Result"
+import * as HttpRouter from "effect/http/HttpRouter"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import { Errors, Idempotency } from "@school/domain"
 import { CurrentKey, IdempotentWrite } from "@school/domain/api/Middleware"
 import { type Attempt, IdempotencyStore, type KeyScope, type StoredResponse } from "@school/persistence/IdempotencyStore"

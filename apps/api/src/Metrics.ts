@@ -11,8 +11,10 @@
  *
  * No label names a school, a key or a path as sent.
  */
-import { Effect, Layer, Metric } from "effect"
-import { PrometheusMetrics } from "effect/observability"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
+import * as PrometheusMetrics from "effect/observability/PrometheusMetrics"
 import { PoolStats } from "@school/persistence/Sql"
 import * as Metrics from "@school/runtime/Metrics"
 

@@ -18,7 +18,7 @@
  *
  * Such a request never reaches a route.
  */
-import { Predicate } from "effect"
+import * as Predicate from "effect/Predicate"
 import type { HttpServerRequest } from "effect/http"
 import { IncomingMessage } from "node:http"
 import type { Duplex } from "node:stream"

@@ -15,7 +15,13 @@
  * are no local blocks at all: every request goes to the database, which is
  * always exact.
  */
-import { Clock, Context, Duration, Effect, Layer, Option, Stream } from "effect"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import { ApiKey, type Ids, Plans, RateLimit } from "@school/domain"
 import { ApiKeys } from "@school/persistence/ApiKeys"
 import { Notifications } from "@school/persistence/Notifications"

@@ -16,8 +16,9 @@
  *   replaced by U+FFFD.
  * A body over 256 KiB is a 413 while it is read (ErrorEnvelope).
  */
-import { Effect } from "effect"
-import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import * as Effect from "effect/Effect"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import { isUtf8 } from "node:buffer"
 import { Errors } from "@school/domain"
 import { errorResponse } from "./ErrorResponse.ts"

@@ -4,8 +4,9 @@
  * per parameter or body field; a body that is not JSON, or not an object,
  * has a message and no fields.
  */
-import { Effect, SchemaIssue } from "effect"
-import { HttpApiMiddleware } from "effect/http-api"
+import * as Effect from "effect/Effect"
+import * as SchemaIssue from "effect/SchemaIssue"
+import * as HttpApiMiddleware from "effect/http-api/HttpApiMiddleware"
 import type { HttpApiError } from "effect/http-api"
 import { Errors } from "@school/domain"
 import { RequestValidation } from "@school/domain/api/Middleware"

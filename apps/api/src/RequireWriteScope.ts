@@ -1,5 +1,6 @@
 /** The scope check of every write (spec 5.1): a `write` key covers reads too; only writes ask for it. */
-import { Effect, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { Errors } from "@school/domain"
 import { CurrentKey, RequireWriteScope } from "@school/domain/api/Middleware"
 

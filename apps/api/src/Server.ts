@@ -6,9 +6,15 @@
  * apps/api/src/Metrics.ts), and the envelope for everything else.
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { ByteSize, Duration, type Effect, Layer, type Option } from "effect"
-import { type FindMyWay, HttpIncomingMessage, HttpRouter, type HttpServerResponse } from "effect/http"
-import { HttpApi, HttpApiBuilder } from "effect/http-api"
+import type { Effect, Option } from "effect"
+import * as ByteSize from "effect/ByteSize"
+import * as Duration from "effect/Duration"
+import * as Layer from "effect/Layer"
+import type { FindMyWay, HttpServerResponse } from "effect/http"
+import * as HttpIncomingMessage from "effect/http/HttpIncomingMessage"
+import * as HttpRouter from "effect/http/HttpRouter"
+import * as HttpApi from "effect/http-api/HttpApi"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import { createServer, type Server } from "node:http"
 import { BACK_OFFICE_PATH, BackOfficeApi } from "@school/domain/api/BackOfficeApi"
 import { BASE_PATH, PublicApi } from "@school/domain/api/PublicApi"

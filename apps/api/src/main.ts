@@ -8,7 +8,9 @@
  * it cannot listen on (already in use, not ours) is one error line in the
  * configured log format on stderr, and exit 1.
  */
-import { Effect, Layer, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import { runMain } from "@school/runtime/Main"
 import { cannotListen } from "@school/runtime/Ports"
 import { InvalidSetting, Settings } from "@school/runtime/Settings"

@@ -11,7 +11,8 @@ import { forService } from "@school/local-postgres/DatabaseProvider"
 import { runMigrations } from "@school/persistence/Migrations"
 import * as Sql from "@school/persistence/Sql"
 import { Settings } from "@school/runtime/Settings"
-import { Effect, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 
 /** Connects (SELECT 1) before the command runs, so an unreachable database is one clear line. */
 const connect = (url: string) =>

@@ -17,8 +17,15 @@
  * taken, no such school or key, a plan below Extended for a key, no
  * database) one line and exit 1.
  */
-import { Clock, Console, Effect, Option, Schema } from "effect"
-import { CliError, CliOutput, Command, Flag } from "effect/cli"
+import * as Clock from "effect/Clock"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as CliError from "effect/cli/CliError"
+import * as CliOutput from "effect/cli/CliOutput"
+import * as Command from "effect/cli/Command"
+import * as Flag from "effect/cli/Flag"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { expiryProblem, Scope } from "@school/domain/ApiKey"
 import { PASSWORD_MAX, PASSWORD_MIN } from "@school/domain/api/backoffice/Staff"

@@ -7,7 +7,8 @@ import { runMigrations } from "@school/persistence/Migrations"
 import * as Sql from "@school/persistence/Sql"
 import { runMain } from "@school/runtime/Main"
 import { InvalidSetting, Settings } from "@school/runtime/Settings"
-import { Effect, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 
 const program = Effect.gen(function*() {
   const settings = yield* Settings

@@ -12,8 +12,8 @@
  *
  * A plain node:http server: three fixed routes need no router.
  */
-import { Effect } from "effect"
-import { SqlClient } from "effect/sql"
+import * as Effect from "effect/Effect"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Http from "node:http"
 import * as RequestId from "@school/domain/RequestId"
 import { SHUTTING_DOWN, Stopping } from "@school/runtime/Shutdown"

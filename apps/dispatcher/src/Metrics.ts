@@ -15,7 +15,9 @@
  */
 import { type DeliveryQueue, type Gauges } from "@school/persistence/DeliveryQueue"
 import * as Metrics from "@school/runtime/Metrics"
-import { Duration, Effect, Metric } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
 import type { Outcome } from "./Receiver.ts"
 
 /** What a delivery became after an attempt: the journal's outcome, as a label. */

@@ -20,9 +20,13 @@
  * Two faces: `make` gives the Effect client; `makeClient` gives Promises for
  * a plain Node project (`await client.students.list({ per_page: 100 })`).
  */
-import { Effect, Schema } from "effect"
-import { FetchHttpClient, HttpClient, HttpClientRequest, HttpClientResponse } from "effect/http"
-import { HttpApiClient } from "effect/http-api"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import * as HttpClient from "effect/http/HttpClient"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
+import * as HttpClientResponse from "effect/http/HttpClientResponse"
+import * as HttpApiClient from "effect/http-api/HttpApiClient"
 import { Errors } from "@school/domain"
 import * as DemoLessons from "@school/domain/DemoLessons"
 import * as Enrollments from "@school/domain/Enrollments"

@@ -17,8 +17,13 @@
  * `nextPause` is the rule as a pure function (property-tested);
  * `schedule` is that rule as an Effect `Schedule` over the answers.
  */
-import { Cause, Duration, Effect, Schedule } from "effect"
-import { Headers, HttpClientError, HttpClientResponse } from "effect/http"
+import * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
+import * as Headers from "effect/http/Headers"
+import * as HttpClientError from "effect/http/HttpClientError"
+import * as HttpClientResponse from "effect/http/HttpClientResponse"
 
 export interface RetryOptions {
   /** Attempts per call, the first included (default 5; 1 means never repeat). */

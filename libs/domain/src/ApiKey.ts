@@ -5,7 +5,8 @@
  * well-formed key or `missing_or_malformed_key`, never a crash. And what a
  * key may do: its scope; and when a new key may expire: only in the future.
  */
-import { Option, Schema } from "effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { type Instant, parseInstant } from "./Timestamps.ts"
 

@@ -4,7 +4,7 @@
  * `user_id` or a `lead_id`), to which group, when, and the booking as
  * returned. A demo lesson emits no webhook (spec part 1).
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { GroupId, LeadId, StudentId } from "./Ids.ts"
 import { optionalField } from "./Leads.ts"
 import { COMMENT_MAX, Text } from "./Text.ts"

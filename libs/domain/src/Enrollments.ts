@@ -4,7 +4,7 @@
  * returned; and the same refusals in the back office's codes (POST
  * /students/{id}/enrollments, docs/back-office.md).
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import * as BackOfficeErrors from "./BackOfficeErrors.ts"
 import * as Errors from "./PublicErrors.ts"
 import { GroupId } from "./Ids.ts"

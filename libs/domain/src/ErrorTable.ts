@@ -24,8 +24,9 @@
  * back office's `{ success: false, code, message, fields? }`
  * (libs/domain/src/BackOfficeErrors.ts).
  */
-import { Schema, SchemaTransformation } from "effect"
-import { HttpApiSchema } from "effect/http-api"
+import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
+import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
 
 /** `fields` values: a string, or a list of strings for validation messages (spec 7.1). */
 export const ErrorFields = Schema.Record(Schema.String, Schema.Union([Schema.String, Schema.Array(Schema.String)]))

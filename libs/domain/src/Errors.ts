@@ -3,7 +3,7 @@
  * union of them and the guard, both derived from the table, and the reasons
  * of a 401 (spec 5.1, docs/decisions.md "Authentication and scopes").
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import * as ErrorTable from "./ErrorTable.ts"
 import * as PublicErrors from "./PublicErrors.ts"
 import { Unauthorized } from "./PublicErrors.ts"

@@ -9,7 +9,7 @@
  * (docs/decisions.md "Webhooks"). Payloads decode strictly: an extra or missing field
  * is an error, so a test that decodes an outbox row checks the shape exactly.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 const Int = Schema.Int
 

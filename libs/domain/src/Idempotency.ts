@@ -6,7 +6,9 @@
  * (libs/persistence/src/IdempotencyStore.ts) and the middleware
  * (apps/api/src/IdempotentWrite.ts) only carry these out.
  */
-import { Duration, Result, Schema } from "effect"
+import * as Duration from "effect/Duration"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 import { MissingIdempotencyKey, ValidationFailed } from "./Errors.ts"
 
 /** The header, as the specification and `fields` spell it (spec 7.1). */

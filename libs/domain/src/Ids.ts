@@ -6,7 +6,8 @@
  * (`DecimalIntFromString`): a plain decimal, nothing else (docs/decisions.md
  * "Requests and responses").
  */
-import { Schema, SchemaTransformation } from "effect"
+import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 
 /** The largest value an `integer` column holds. */
 export const MAX_ID = 2_147_483_647

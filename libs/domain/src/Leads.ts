@@ -7,7 +7,8 @@
  * status move runs (spec part 3), and the inbox it fills (tasks and
  * notifications).
  */
-import { Option, Schema } from "effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import { DecimalIntFromString, IntUpToMaxId, LeadId, PositiveInt32 } from "./Ids.ts"
 import { Phone } from "./Phone.ts"
 import { COMMENT_MAX, NAME_MAX, SOURCE_MAX, Text } from "./Text.ts"

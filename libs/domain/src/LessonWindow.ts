@@ -7,7 +7,8 @@
  * year 10000 is `+010000-…`): the exclusive upper bound after 9999-12-31
  * is `10000-01-01T00:00:00Z`, which PostgreSQL reads.
  */
-import { Result, Schema } from "effect"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 import { InvalidWindow, WindowTooLarge } from "./Errors.ts"
 import { civilFromDays, daysFromCivil } from "./Timestamps.ts"
 

@@ -3,7 +3,7 @@
  * docs/decisions.md "Resources"). Names are the wire names (snake_case) end to end, so
  * a row decodes straight into its response with no renaming.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { Timestamp } from "./Timestamps.ts"
 
 const Id = Schema.Int

@@ -5,7 +5,8 @@
  * roubles are written as decimal text from the integer's digits, and that
  * text is the number (JSON.stringify of the number gives the same text back).
  */
-import { Schema, SchemaTransformation } from "effect"
+import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 
 /** Whole kopecks, within the range JSON numbers carry exactly. */
 export const Kopecks = Schema.Int.check(

@@ -4,7 +4,7 @@
  * clamped), order by ascending id. A page past the end is empty with the
  * true total.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { DecimalIntFromString } from "./Ids.ts"
 
 export const DEFAULT_PER_PAGE = 20

@@ -6,7 +6,8 @@
  * text fields are trimmed), so the lead, its response and its
  * `lead.created` event carry the same phone (spec 4.3 rule 5).
  */
-import { Result, Schema } from "effect"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 import { PHONE_MAX, Text } from "./Text.ts"
 
 export const MIN_DIGITS = 5

@@ -2,7 +2,7 @@
  * School plans and their per-key request budgets (spec 8, docs/decisions.md
  * "Rate limits", "Plans and key issuance").
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 export const Plan = Schema.Literals(["basic", "economy", "standard", "extended", "pro"])
 export type Plan = typeof Plan.Type

@@ -31,7 +31,9 @@
  * the order in which the database serialized the requests.
  */
 
-import { Duration, Schema, SchemaTransformation } from "effect"
+import * as Duration from "effect/Duration"
+import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 
 /** The budget window of spec 8: 60 seconds (RATE_LIMIT_WINDOW's default; tests shorten it). */
 export const WINDOW: Duration.Duration = Duration.minutes(1)

@@ -8,7 +8,11 @@
  * timing: the step is a pure function of the delays and the number of
  * failed attempts so far.
  */
-import { Duration, Effect, Option, Pull, Schedule } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Pull from "effect/Pull"
+import * as Schedule from "effect/Schedule"
 
 /** spec 6.5: the pauses before attempts 2, 3 and 4. */
 export const DEFAULT_DELAYS: ReadonlyArray<Duration.Duration> = [

@@ -11,7 +11,9 @@
  * by the repository: 422 VALIDATION_FAILED on that field when it is not the
  * school's, exactly as when it does not exist.
  */
-import { Option, Result, Schema } from "effect"
+import * as Option from "effect/Option"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 import { DecimalIntFromString, IntUpToMaxId, PositiveInt32 } from "./Ids.ts"
 import { optionalField } from "./Leads.ts"
 import { PaymentType } from "./Models.ts"

@@ -4,7 +4,8 @@
  * (SESSION_TTL), the roles, and how long repeated failed logins for one
  * e-mail must wait.
  */
-import { Duration, Schema } from "effect"
+import * as Duration from "effect/Duration"
+import * as Schema from "effect/Schema"
 import { createHash, randomBytes } from "node:crypto"
 
 /** SESSION_TTL's default (docs/operations.md "Settings"). */

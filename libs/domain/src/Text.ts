@@ -4,7 +4,8 @@
  * no unpaired UTF-16 surrogate, which PostgreSQL would reject or silently
  * rewrite (a `validation_failed` beats a 500 or a changed value).
  */
-import { Schema, SchemaTransformation } from "effect"
+import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 
 /** True when PostgreSQL stores `s` unchanged: no NUL, no lone surrogate. */
 export const isStorable = (s: string): boolean => s.isWellFormed() && !s.includes("\u0000")

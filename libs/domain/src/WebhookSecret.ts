@@ -13,7 +13,8 @@
  * version; the version byte is authenticated too (GCM additional data).
  * `decrypt` is here, beside `encrypt`, for the dispatcher.
  */
-import { Option, Result } from "effect"
+import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto"
 import { SECRET_PREFIX } from "./WebhookSignature.ts"
 

@@ -4,8 +4,10 @@
  * it is shown without its password, and the one-line error when it cannot be
  * started or reached.
  */
-import { Effect, Runtime, Schema } from "effect"
-import { SqlClient } from "effect/sql"
+import * as Effect from "effect/Effect"
+import * as Runtime from "effect/Runtime"
+import * as Schema from "effect/Schema"
+import * as SqlClient from "effect/sql/SqlClient"
 import { howItEnded } from "@school/runtime/ChildProcesses"
 
 /** The database could not be started or reached. Its own report: `runMain` prints `error: <message>`, no stack. */

@@ -5,7 +5,9 @@
  * `.data/postgres` in the project, or a directory the server's user can
  * reach, see `EmbeddedPostgres.serviceDataDir`).
  */
-import { Effect, Option, type Scope } from "effect"
+import type { Scope } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { type Database, type DatabaseStartError, fromUrl } from "./Database.ts"
 import * as EmbeddedPostgres from "./EmbeddedPostgres.ts"
 

@@ -26,7 +26,12 @@
  */
 import * as ChildProcesses from "@school/runtime/ChildProcesses"
 import { freePort } from "@school/runtime/Ports"
-import { Deferred, Duration, Effect, Exit, Option, Scope } from "effect"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
 import { createHash, randomBytes } from "node:crypto"
 import * as Fs from "node:fs/promises"
 import { createRequire } from "node:module"

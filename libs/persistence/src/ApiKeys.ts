@@ -10,8 +10,12 @@
  * `rate_limit_invalidate`), so the key answers `revoked_key` at once.
  * Issuing is Schools.ts's (`issueApiKey`, `issueApiKeyOnPlan`).
  */
-import { Context, Effect, Layer, Option, Schema } from "effect"
-import { SqlClient } from "effect/sql"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as SqlClient from "effect/sql/SqlClient"
 import { ApiKey, Ids, Plans } from "@school/domain"
 import { ApiKeyView } from "@school/domain/api/backoffice/Staff"
 import { type PageRequest, toWindow } from "@school/domain/Pagination"

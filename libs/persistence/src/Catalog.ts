@@ -2,11 +2,13 @@
  * The school's catalog as the public API reads it: groups (with free places),
  * lessons in a window, filials, subjects, programs, levels.
  */
-import { Context, Effect, Layer } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import type { Schema } from "effect"
 import { type Ids, Models, Pagination } from "@school/domain"
 import type { LessonWindow } from "@school/domain/LessonWindow"
-import { SqlClient } from "effect/sql"
+import * as SqlClient from "effect/sql/SqlClient"
 import type { Statement } from "effect/sql"
 import { pageReader } from "./Paging.ts"
 import type { PageResult } from "./Paging.ts"

@@ -41,8 +41,15 @@
  * defect.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Option, Schema, type Scope, Stream } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import type { Scope } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import type { SqlError } from "effect/sql"
+import * as SqlClient from "effect/sql/SqlClient"
 import { OUTBOX_CHANNEL } from "./Outbox.ts"
 
 /** A claimed delivery: what one attempt needs. */

@@ -5,8 +5,11 @@
  * not take the place (a trial visit is not an enrollment) and emits no
  * webhook (spec 1). One statement checks and inserts.
  */
-import { Context, Effect, Layer, Schema } from "effect"
-import { SqlClient } from "effect/sql"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as SqlClient from "effect/sql/SqlClient"
 import { DemoLessons as DemoLessonRules, Errors, type Ids } from "@school/domain"
 
 const decodeDemoLesson = Schema.decodeUnknownEffect(DemoLessonRules.DemoLesson)

@@ -17,8 +17,9 @@
  *   have no payments).
  */
 import type { Ids } from "@school/domain"
-import { Effect } from "effect"
-import { SqlClient, type Statement } from "effect/sql"
+import * as Effect from "effect/Effect"
+import type { Statement } from "effect/sql"
+import * as SqlClient from "effect/sql/SqlClient"
 import { randomBytes } from "node:crypto"
 import { DISABLED_PASSWORD } from "./Passwords.ts"
 import { createSchool, issueApiKey } from "./Schools.ts"

@@ -8,8 +8,11 @@
  * (Passwords.ts) and never read back here. Every call takes the caller's
  * SchoolId. Rows are decoded here; SQL and decode failures are defects.
  */
-import { Context, Effect, Layer, Schema } from "effect"
-import { SqlClient } from "effect/sql"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as SqlClient from "effect/sql/SqlClient"
 import type { Ids } from "@school/domain"
 import { type CreatableRoleName, StaffMember } from "@school/domain/api/backoffice/Staff"
 import { type PageRequest, toWindow } from "@school/domain/Pagination"

@@ -11,8 +11,11 @@
  * N parallel enrollments into k free places give exactly k successes (and
  * the table's CHECK enrolled_count <= capacity backs it up).
  */
-import { Context, Effect, Layer, Schema } from "effect"
-import { SqlClient } from "effect/sql"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as SqlClient from "effect/sql/SqlClient"
 import { Enrollments as EnrollmentRules, Errors, type Ids, Pagination } from "@school/domain"
 import { insertEvents } from "./Outbox.ts"
 import { pageReader, type PageResult } from "./Paging.ts"

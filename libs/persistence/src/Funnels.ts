@@ -4,8 +4,11 @@
  * statuses ordered by priority (then id, the order a new lead's status is
  * chosen in), and a new funnel with its statuses in one statement.
  */
-import { Context, Effect, Layer, Schema } from "effect"
-import { SqlClient } from "effect/sql"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as SqlClient from "effect/sql/SqlClient"
 import { type Ids, Leads as LeadRules, Pagination } from "@school/domain"
 import { type PageResult, pageReader } from "./Paging.ts"
 

@@ -24,8 +24,17 @@
  * attempt's transaction and dropped the lock: the claim could not be given
  * up, so it is taken over at once instead of holding the key for 60 s.
  */
-import { Clock, Context, Duration, Effect, Exit, Layer, Schedule, Schema, Scope } from "effect"
-import { SqlClient, type SqlConnection } from "effect/sql"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
+import type { SqlConnection } from "effect/sql"
+import * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import { randomUUID } from "node:crypto"
 import { Idempotency, type Ids } from "@school/domain"

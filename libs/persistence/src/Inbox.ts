@@ -8,8 +8,11 @@
  * and `task_assigned` notifications by a lead's move (Leads.ts), the
  * dispatcher's `subscription_problematic` notifications by the dispatcher.
  */
-import { Context, Effect, Layer, Schema } from "effect"
-import { SqlClient } from "effect/sql"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as SqlClient from "effect/sql/SqlClient"
 import { type Ids, Leads as LeadRules, Pagination } from "@school/domain"
 import * as BackOfficeErrors from "@school/domain/BackOfficeErrors"
 import { type PageResult, pageReader } from "./Paging.ts"

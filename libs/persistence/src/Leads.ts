@@ -13,8 +13,12 @@
  * libs/domain) under the lead row's lock, so two concurrent moves to the
  * same status run it once.
  */
-import { Context, Effect, Layer, Option, Schema } from "effect"
-import { SqlClient } from "effect/sql"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as SqlClient from "effect/sql/SqlClient"
 import { Errors, type Ids, Leads as LeadRules, Pagination } from "@school/domain"
 import * as BackOfficeErrors from "@school/domain/BackOfficeErrors"
 import { insertEvents } from "./Outbox.ts"

@@ -4,8 +4,9 @@
  * the ids above the highest one a database has applied, so a new migration
  * takes the next free id (`docs/schema.sql` shows what they build together).
  */
-import { Effect } from "effect"
-import { Migrator, SqlClient } from "effect/sql"
+import * as Effect from "effect/Effect"
+import * as Migrator from "effect/sql/Migrator"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Core from "./migrations/0001_core.ts"
 import * as Writes from "./migrations/0100_writes.ts"
 import * as RateLimits from "./migrations/0200_rate_limits.ts"

@@ -10,7 +10,13 @@
  * deleted); the API's rate limiter drops that school's local blocks.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Option, Schema, type Scope, Stream } from "effect"
+import type { Scope } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import type { SqlError } from "effect/sql"
 import { Ids } from "@school/domain"
 

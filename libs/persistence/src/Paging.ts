@@ -3,7 +3,8 @@
  * habits"): the count and the page are joined laterally, so an empty page
  * still brings back the true total.
  */
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import { type Ids, Pagination } from "@school/domain"
 import type { SqlClient, Statement } from "effect/sql"
 

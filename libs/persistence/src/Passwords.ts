@@ -3,7 +3,7 @@
  * `scrypt$N$r$p$salt$hash` (salt and hash base64url), so the cost can be
  * raised later without invalidating the hashes already stored.
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { randomBytes, scrypt, timingSafeEqual } from "node:crypto"
 
 const N = 16384

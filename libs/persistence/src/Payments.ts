@@ -1,7 +1,10 @@
 /** Payments of one school, as the public API reads them (spec 2.4). */
-import { Context, Effect, Layer, Schema } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import { type Ids, Models, Money } from "@school/domain"
-import { SqlClient } from "effect/sql"
+import * as SqlClient from "effect/sql/SqlClient"
 import { type SyncedListRequest, syncedListReader } from "./Paging.ts"
 
 const PaymentRow = Schema.Struct({

@@ -15,8 +15,13 @@
  * same slot. On a key's first request and its first acceptance after a plan
  * change the ring is re-laid (O(budget), inside the same call).
  */
-import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
-import { SqlClient } from "effect/sql"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as SqlClient from "effect/sql/SqlClient"
 import { Plans } from "@school/domain"
 import { KeyRecord } from "./ApiKeys.ts"
 

@@ -14,9 +14,12 @@
  * VALIDATION_FAILED on its field; every bad reference is reported at once.
  * Every function takes the caller's SchoolId.
  */
-import { Context, Effect, Layer, Schema } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import type { Statement } from "effect/sql"
-import { SqlClient } from "effect/sql"
+import * as SqlClient from "effect/sql/SqlClient"
 import { type Ids, Models, Money } from "@school/domain"
 import * as Errors from "@school/domain/BackOfficeErrors"
 import * as Rules from "@school/domain/SchoolRecords"

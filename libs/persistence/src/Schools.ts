@@ -13,8 +13,9 @@ import { formatApiKey, generateApiKey, hashSecret, Scope } from "@school/domain/
 import * as Ids from "@school/domain/Ids"
 import { canIssueKeys, keysNeedPlanMessage, type Plan } from "@school/domain/Plans"
 import { Timestamp } from "@school/domain/Timestamps"
-import { Effect, Schema } from "effect"
-import { SqlClient } from "effect/sql"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import * as SqlClient from "effect/sql/SqlClient"
 import { randomBytes } from "node:crypto"
 import { hashPassword } from "./Passwords.ts"
 

@@ -5,8 +5,13 @@
  * global routing table `session_tokens`. Rows are decoded here; SQL and
  * decode failures are defects.
  */
-import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
-import { SqlClient } from "effect/sql"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as SqlClient from "effect/sql/SqlClient"
 import { Ids } from "@school/domain"
 import { Employee } from "@school/domain/api/BackOfficeMiddleware"
 import { Timestamp } from "@school/domain/Timestamps"

@@ -23,9 +23,16 @@
  * and transaction of the process takes its connection.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Context, Duration, Effect, Layer, Predicate, Redacted, type Scope } from "effect"
-import { Reactivity } from "effect/reactivity"
-import { SqlClient, type SqlConnection } from "effect/sql"
+import type { Scope } from "effect"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Predicate from "effect/Predicate"
+import * as Redacted from "effect/Redacted"
+import * as Reactivity from "effect/reactivity/Reactivity"
+import type { SqlConnection } from "effect/sql"
+import * as SqlClient from "effect/sql/SqlClient"
 import { ConnectionError, SqlError, UnknownError } from "effect/sql/SqlError"
 
 export interface SqlOptions {

@@ -2,9 +2,13 @@
  * Students of one school, as the public API reads them (spec 2.3, 4.2).
  * Every function takes the caller's school: no query can forget it.
  */
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import { type Ids, Models, Money } from "@school/domain"
-import { SqlClient } from "effect/sql"
+import * as SqlClient from "effect/sql/SqlClient"
 import { type SyncedListRequest, syncedListReader } from "./Paging.ts"
 
 const StudentRow = Schema.Struct({

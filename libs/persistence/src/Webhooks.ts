@@ -15,8 +15,12 @@
  * ordered with a concurrent disable and with another recovery. Rows are
  * decoded here; SQL and decode failures are defects.
  */
-import { Context, Effect, Layer, Option, Schema } from "effect"
-import { SqlClient } from "effect/sql"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as SqlClient from "effect/sql/SqlClient"
 import type { Ids } from "@school/domain"
 import {
   DeliveryDetail,

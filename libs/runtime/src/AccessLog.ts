@@ -22,8 +22,14 @@
  * this one: this middleware gives each request a `RequestSchool` holder,
  * the authentication fills it, and the access line reads it (`school_id`).
  */
-import { Context, Effect, Exit } from "effect"
-import { FindMyWay, HttpEffect, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FindMyWay from "effect/http/FindMyWay"
+import * as HttpEffect from "effect/http/HttpEffect"
+import * as HttpServerError from "effect/http/HttpServerError"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as RequestId from "@school/domain/RequestId"
 import type { HttpRecorder } from "./Metrics.ts"
 

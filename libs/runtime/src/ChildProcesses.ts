@@ -25,7 +25,14 @@
  * for an exit that skips the scope. So this module spawns with Node's
  * `child_process` and keeps the rest small.
  */
-import { Deferred, Duration, Effect, Exit, Option, Runtime, Schema, type Scope } from "effect"
+import type { Scope } from "effect"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
+import * as Schema from "effect/Schema"
 import * as NodeChildProcess from "node:child_process"
 import type { Readable } from "node:stream"
 

@@ -4,7 +4,10 @@
  * otherwise, always on stderr, so stdout stays free for the CLI's JSON and
  * `npm start`'s banner.
  */
-import { Layer, Logger, type LogLevel, References } from "effect"
+import type { LogLevel } from "effect"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as References from "effect/References"
 
 export type LogFormat = "pretty" | "json"
 

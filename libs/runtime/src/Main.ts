@@ -8,7 +8,10 @@
  */
 // The subpath, not the package index: the index loads every Node module (~300 ms at each start).
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Cause, Effect, Exit, Runtime } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Runtime from "effect/Runtime"
 import { isReported, lineOf } from "./Reported.ts"
 
 /** Interrupted (by a signal) is a clean stop: 0. Everything else as `Runtime.defaultTeardown`. */

@@ -13,8 +13,11 @@
  * attributes given at construction, so Effect computes its registry key
  * once), found through three small maps.
  */
-import { type Context, Effect, Layer, Metric, type Scope } from "effect"
-import { PrometheusMetrics } from "effect/observability"
+import type { Context, Scope } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
+import * as PrometheusMetrics from "effect/observability/PrometheusMetrics"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 
 /** The Prometheus text format's content type (version 0.0.4). */

@@ -12,7 +12,7 @@
  * cannot be read, the system's own `listen(0)` choice is used. And the one
  * line a process writes when it cannot listen (`cannotListen`).
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import * as Fs from "node:fs"
 import * as Net from "node:net"
 import { AlreadyLogged } from "./Reported.ts"

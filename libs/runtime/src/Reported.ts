@@ -7,7 +7,9 @@
  * docs/operations.md "Settings"). Which errors qualify is a property of each
  * error, never a list kept somewhere.
  */
-import { Predicate, Runtime, Schema } from "effect"
+import * as Predicate from "effect/Predicate"
+import * as Runtime from "effect/Runtime"
+import * as Schema from "effect/Schema"
 
 /** The line an error that is its own report prints instead of `error: <message>`. */
 export const reportLine: unique symbol = Symbol.for("@school/runtime/Reported/reportLine")

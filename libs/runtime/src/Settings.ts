@@ -20,21 +20,19 @@ import { DEFAULT_WAIT } from "@school/domain/Idempotency"
 import { WINDOW } from "@school/domain/RateLimit"
 import { DEFAULT_TTL } from "@school/domain/Sessions"
 import { parseKey as parseWebhookSecretKey } from "@school/domain/WebhookSecret"
-import {
-  Config,
-  type ConfigProvider as ConfigProviderType,
-  ConfigProvider,
-  Context,
-  Duration,
-  Effect,
-  Layer,
-  LogLevel,
-  Option,
-  Runtime,
-  Schema,
-  SchemaIssue,
-  SchemaTransformation
-} from "effect"
+import type { ConfigProvider as ConfigProviderType } from "effect"
+import * as Config from "effect/Config"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as LogLevel from "effect/LogLevel"
+import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import * as Net from "node:net"
 import * as Logging from "./Logging.ts"
 import { reportLine } from "./Reported.ts"

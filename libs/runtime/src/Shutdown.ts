@@ -14,7 +14,10 @@
  *    by SHUTDOWN_TIMEOUT), the dispatcher stops claiming and finishes or
  *    gives back its attempts.
  */
-import { Context, Duration, Effect, type Scope } from "effect"
+import type { Scope } from "effect"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import type * as Http from "node:http"
 
 export interface StoppingShape {

@@ -3,9 +3,12 @@
  * (docs/decisions.md "Back-office sessions"): sign-in with its throttle per
  * e-mail, the cookie, the current session, sign-out.
  */
-import { Effect, Option } from "effect"
-import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { HttpApiBuilder } from "effect/http-api"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as HttpEffect from "effect/http/HttpEffect"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import * as Errors from "@school/domain/BackOfficeErrors"
 import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"
 import { CurrentEmployee } from "@school/domain/api/BackOfficeMiddleware"

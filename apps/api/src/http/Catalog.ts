@@ -1,6 +1,8 @@
 /** GET /groups, /lessons, /filials, /subjects, /programs, /levels. */
-import { Effect, Layer, Result } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Result from "effect/Result"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import { type Ids, LessonWindow, Pagination } from "@school/domain"
 import { CurrentKey } from "@school/domain/api/Middleware"
 import { PublicApi } from "@school/domain/api/PublicApi"

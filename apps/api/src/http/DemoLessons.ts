@@ -1,6 +1,6 @@
 /** POST /demo-lessons (spec 4.2, docs/decisions.md "Writes"): one repository call. */
-import { Effect } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
+import * as Effect from "effect/Effect"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import { DemoLessons as DemoLessonRules } from "@school/domain"
 import { CurrentKey } from "@school/domain/api/Middleware"
 import { PublicApi } from "@school/domain/api/PublicApi"

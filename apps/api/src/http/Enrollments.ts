@@ -2,8 +2,8 @@
  * POST /students/{id}/groups (spec 4.2, docs/decisions.md "Writes") and GET
  * /enrollments (docs/decisions.md "Enrollments in bulk"): one repository call each.
  */
-import { Effect } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
+import * as Effect from "effect/Effect"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import { Pagination } from "@school/domain"
 import { CurrentKey } from "@school/domain/api/Middleware"
 import { PublicApi } from "@school/domain/api/PublicApi"

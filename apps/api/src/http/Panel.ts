@@ -12,8 +12,10 @@
  * (`no-cache` with an ETag), so a new release is picked up at once without a
  * build step that would rename them.
  */
-import { Effect } from "effect"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import * as Effect from "effect/Effect"
+import * as HttpRouter from "effect/http/HttpRouter"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import { createHash } from "node:crypto"
 import { readFileSync } from "node:fs"
 

@@ -13,9 +13,13 @@
  * The page is the same until the process restarts: `no-cache` with an ETag,
  * answered 304 when it matches, so a reload does not fetch 3 MB again.
  */
-import { Effect, Layer } from "effect"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { type HttpApi, type HttpApiGroup, HttpApiScalar } from "effect/http-api"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as HttpRouter from "effect/http/HttpRouter"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import type { HttpApi, HttpApiGroup } from "effect/http-api"
+import * as HttpApiScalar from "effect/http-api/HttpApiScalar"
 import { createHash } from "node:crypto"
 
 /**

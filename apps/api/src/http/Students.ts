@@ -1,6 +1,7 @@
 /** GET /students and GET /students/{id} (spec 2.3, 4.2): decode, one repository call, encode. */
-import { Effect, Option } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import { Errors, Pagination } from "@school/domain"
 import { CurrentKey } from "@school/domain/api/Middleware"
 import { PublicApi } from "@school/domain/api/PublicApi"

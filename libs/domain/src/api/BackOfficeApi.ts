@@ -6,8 +6,12 @@
  * middleware tags. The server (apps/api) implements it; OpenAPI is generated
  * from it at `/api/crm/v1/openapi.json`.
  */
-import { Schema } from "effect"
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import * as Schema from "effect/Schema"
+import * as HttpApi from "effect/http-api/HttpApi"
+import * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
+import * as HttpApiGroup from "effect/http-api/HttpApiGroup"
+import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
+import * as OpenApi from "effect/http-api/OpenApi"
 import * as Errors from "../BackOfficeErrors.ts"
 import { Timestamp } from "../Timestamps.ts"
 import { documentExamples, documentParameters, documentRequestId, documentUnexpectedErrors, SERVERS } from "./OpenApiAdjustments.ts"

@@ -4,8 +4,10 @@
  * (`{ success: true, data }`, lists with `meta`) and the access sets of the
  * roles. Groups live in `./backoffice/`; `BackOfficeApi.ts` assembles them.
  */
-import { Context, Schema } from "effect"
-import { HttpApiMiddleware, HttpApiSchema } from "effect/http-api"
+import * as Context from "effect/Context"
+import * as Schema from "effect/Schema"
+import * as HttpApiMiddleware from "effect/http-api/HttpApiMiddleware"
+import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
 import * as Errors from "../BackOfficeErrors.ts"
 import type { SchoolId } from "../Ids.ts"
 import { Meta, Page, PerPage } from "../Pagination.ts"

@@ -8,8 +8,9 @@
  * idempotency (422 missing_idempotency_key, replay, 409) → request
  * validation (422 validation_failed) → the operation.
  */
-import { Context } from "effect"
-import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
+import * as Context from "effect/Context"
+import * as HttpApiMiddleware from "effect/http-api/HttpApiMiddleware"
+import * as HttpApiSecurity from "effect/http-api/HttpApiSecurity"
 import type { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import type { Scope } from "../ApiKey.ts"
 import * as Errors from "../Errors.ts"

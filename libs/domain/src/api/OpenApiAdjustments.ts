@@ -6,8 +6,11 @@
  * else (envelopes, statuses, the 429's `Retry-After`) comes from the
  * contract itself.
  */
-import { Predicate, Schema, SchemaAST } from "effect"
-import { HttpApi, type HttpApiGroup } from "effect/http-api"
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
+import * as SchemaAST from "effect/SchemaAST"
+import type { HttpApiGroup } from "effect/http-api"
+import * as HttpApi from "effect/http-api/HttpApi"
 import * as Errors from "../Errors.ts"
 import * as Events from "../Events.ts"
 import * as Idempotency from "../Idempotency.ts"

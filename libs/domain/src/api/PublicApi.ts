@@ -4,8 +4,12 @@
  * envelope. The server (apps/api) implements it; tests and integrators derive
  * a typed client from it; OpenAPI is generated from it.
  */
-import { Schema } from "effect"
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import * as Schema from "effect/Schema"
+import * as HttpApi from "effect/http-api/HttpApi"
+import * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
+import * as HttpApiGroup from "effect/http-api/HttpApiGroup"
+import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
+import * as OpenApi from "effect/http-api/OpenApi"
 import * as DemoLessons from "../DemoLessons.ts"
 import * as Enrollments from "../Enrollments.ts"
 import * as Errors from "../Errors.ts"

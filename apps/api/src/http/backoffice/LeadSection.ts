@@ -6,8 +6,9 @@
  * they need beyond those Server.ts already provides (Leads); Server.ts
  * provides them with the rest.
  */
-import { Effect, Layer } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"
 import { CurrentEmployee } from "@school/domain/api/BackOfficeMiddleware"
 import * as LeadRules from "@school/domain/Leads"

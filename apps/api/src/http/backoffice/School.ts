@@ -8,8 +8,9 @@
  * persistence services they need beyond those Server.ts already provides
  * (Enrollments); Server.ts provides them with the rest.
  */
-import { Effect, Layer } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"
 import { CurrentEmployee } from "@school/domain/api/BackOfficeMiddleware"
 import { toBackOfficeError } from "@school/domain/Enrollments"

@@ -7,8 +7,11 @@
  * `StaffRepositories` names the persistence services they need; Server.ts
  * provides them with the rest.
  */
-import { Clock, Effect, Layer, Option } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import { expiryProblem } from "@school/domain/ApiKey"
 import * as Errors from "@school/domain/BackOfficeErrors"
 import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"
@@ -17,7 +20,7 @@ import * as Pagination from "@school/domain/Pagination"
 import { ApiKeys } from "@school/persistence/ApiKeys"
 import { Employees } from "@school/persistence/Employees"
 import { issueApiKeyOnPlan } from "@school/persistence/Schools"
-import { SqlClient } from "effect/sql"
+import * as SqlClient from "effect/sql/SqlClient"
 import { RateLimiter } from "../../RateLimiter.ts"
 
 export const StaffRepositories = Layer.mergeAll(Employees.layer, ApiKeys.layer)

@@ -10,8 +10,12 @@
  * Server.ts provides them with the rest, and `webhookConfigLayer` gives the
  * settings (WEBHOOK_ALLOW_INSECURE_URLS, WEBHOOK_SECRET_KEY).
  */
-import { Context, Duration, Effect, Layer, Option } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import { lookup } from "node:dns/promises"
 import * as Errors from "@school/domain/BackOfficeErrors"
 import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"

@@ -5,8 +5,10 @@
  * statuses; and each employee's inbox: notifications and tasks. Endpoints
  * are added before `.middleware(...)`, which applies to those added before it.
  */
-import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import * as Schema from "effect/Schema"
+import * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
+import * as HttpApiGroup from "effect/http-api/HttpApiGroup"
+import * as OpenApi from "effect/http-api/OpenApi"
 import * as Errors from "../../BackOfficeErrors.ts"
 import * as Leads from "../../Leads.ts"
 import { Meta } from "../../Pagination.ts"

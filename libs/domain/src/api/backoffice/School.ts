@@ -9,7 +9,9 @@
  * gets 403 FORBIDDEN whatever it sent). Endpoints are added before
  * `.middleware(...)`, which applies to those added before it.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
+import * as HttpApiGroup from "effect/http-api/HttpApiGroup"
+import * as OpenApi from "effect/http-api/OpenApi"
 import * as Errors from "../../BackOfficeErrors.ts"
 import { CreateEnrollmentRequest, Enrollment } from "../../Enrollments.ts"
 import { StudentIdFromPath } from "../../Ids.ts"

@@ -7,8 +7,13 @@
  * gets 403 FORBIDDEN whatever it sent. Endpoints are added before `.middleware(...)`, which applies to
  * those added before it.
  */
-import { Effect, Schema, SchemaIssue, SchemaTransformation } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
+import * as SchemaTransformation from "effect/SchemaTransformation"
+import * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
+import * as HttpApiGroup from "effect/http-api/HttpApiGroup"
+import * as OpenApi from "effect/http-api/OpenApi"
 import { Scope } from "../../ApiKey.ts"
 import * as Errors from "../../BackOfficeErrors.ts"
 import { ApiKeyId, DecimalIntFromString } from "../../Ids.ts"

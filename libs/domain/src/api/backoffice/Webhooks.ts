@@ -6,8 +6,14 @@
  * `RoleCheck` before the request is decoded, so a refused role gets 403
  * FORBIDDEN whatever it sent). Endpoints are added before `.middleware(...)`.
  */
-import { Effect, Schema, SchemaIssue, SchemaTransformation } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
+import * as SchemaTransformation from "effect/SchemaTransformation"
+import * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
+import * as HttpApiGroup from "effect/http-api/HttpApiGroup"
+import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
+import * as OpenApi from "effect/http-api/OpenApi"
 import * as Errors from "../../BackOfficeErrors.ts"
 import { DecimalIntFromString, PositiveInt32 } from "../../Ids.ts"
 import { MAX_URL_LENGTH } from "../../ReceiverAddress.ts"
