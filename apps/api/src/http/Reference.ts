@@ -120,32 +120,22 @@ const withPageHeaders = <E, R>(
   })
 }
 
-type Handler<E, R> =
-  | HttpServerResponse.HttpServerResponse
-  | Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
-  | ((request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>)
-
-const asEffect = <E, R>(
-  handler: Handler<E, R>
-): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> =>
-  HttpServerResponse.isHttpServerResponse(handler)
-    ? Effect.succeed(handler)
-    : Effect.isEffect(handler)
-    ? handler
-    : Effect.flatMap(HttpServerRequest.HttpServerRequest, handler)
-
-/** The router as the reference layer sees it: each route it adds answers with the page's headers. */
-const PageRouter = Layer.effect(
-  HttpRouter.HttpRouter,
-  Effect.map(HttpRouter.HttpRouter, (router): HttpRouter.HttpRouter => ({
-    ...router,
-    add: (method, path, handler, options) => router.add(method, path, withPageHeaders(asEffect(handler)), options)
-  }))
-)
+/**
+ * Scalar's page for `api`, built when it is first asked for: `HttpApiScalar.layer`
+ * loads Scalar's 3 MB bundle as it is built, which made a process that never
+ * serves the page 16 MiB larger (docs/performance.md "Memory — miss"). Its layer is
+ * built here in a router of its own, asked once, and let go.
+ */
+const scalarPage = <Id extends string, Groups extends HttpApiGroup.Constraint>(
+  api: HttpApi.HttpApi<Id, Groups>,
+  path: `/${string}`
+): Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest> =>
+  Effect.scoped(
+    Effect.flatMap(HttpRouter.toHttpEffect(HttpApiScalar.layer(api, { path, scalar: SCALAR_CONFIG })), (page) => page)
+  ).pipe(Effect.orDie)
 
 /** The reference page of `api` at `path`, Scalar inlined, with its security headers. */
 export const ReferencePage = <Id extends string, Groups extends HttpApiGroup.Constraint>(
   api: HttpApi.HttpApi<Id, Groups>,
   path: `/${string}`
-): Layer.Layer<never, never, HttpRouter.HttpRouter> =>
-  HttpApiScalar.layer(api, { path, scalar: SCALAR_CONFIG }).pipe(Layer.provide(PageRouter))
+): Layer.Layer<never, never, HttpRouter.HttpRouter> => HttpRouter.add("GET", path, withPageHeaders(scalarPage(api, path)))
