@@ -18,6 +18,7 @@ import * as Records from "../../SchoolRecords.ts"
 import { FULL_ACCESS, FULL_ACCESS_OR_MANAGER, FULL_ACCESS_OR_TEACHER } from "../../Sessions.ts"
 import {
   BackOfficeValidation,
+  bodyRefusals,
   ok,
   okCreated,
   RequiredAccess,
@@ -25,7 +26,7 @@ import {
   SessionAuthentication
 } from "../BackOfficeMiddleware.ts"
 
-const refused = [Errors.ValidationFailed.envelope]
+const refused = [Errors.ValidationFailed.envelope, ...bodyRefusals]
 
 export class ReferenceGroup extends HttpApiGroup.make("reference")
   .add(
@@ -93,7 +94,8 @@ export class StudentsGroup extends HttpApiGroup.make("students")
         Errors.NotFound.envelope,
         Errors.ValidationFailed.envelope,
         Errors.GroupFull.envelope,
-        Errors.AlreadyEnrolled.envelope
+        Errors.AlreadyEnrolled.envelope,
+        ...bodyRefusals
       ]
     }).annotate(RequiredAccess, FULL_ACCESS_OR_MANAGER)
       .annotate(
@@ -104,7 +106,7 @@ export class StudentsGroup extends HttpApiGroup.make("students")
       params: { id: Records.LessonIdFromPath },
       payload: Records.MarkAttendanceRequest,
       success: ok(Records.AttendanceMark),
-      error: [Errors.NotFound.envelope, Errors.ValidationFailed.envelope]
+      error: [Errors.NotFound.envelope, Errors.ValidationFailed.envelope, ...bodyRefusals]
     }).annotate(RequiredAccess, FULL_ACCESS_OR_TEACHER)
       .annotate(
         OpenApi.Summary,
