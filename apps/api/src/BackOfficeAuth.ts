@@ -36,7 +36,7 @@ export const SessionConfig = Context.Reference<{ readonly ttl: Duration.Duration
 
 const unauthenticated = (message: string) => new Errors.Unauthenticated({ message })
 
-const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"])
+const SAFE_METHODS = new Set(SessionRules.SAFE_METHODS)
 
 /** The host (with port) of an `Origin` header; undefined when it is not a URL (e.g. `null`). */
 const originHost = (origin: string): string | undefined => {

@@ -15,6 +15,12 @@ export const DEFAULT_TTL: Duration.Duration = Duration.hours(12)
 export const COOKIE_NAME = "crm_session"
 export const COOKIE_PATH = "/api/crm"
 
+/**
+ * docs/decisions.md "Back-office sessions": the methods that change nothing,
+ * which the cookie's cross-site request forgery check lets through.
+ */
+export const SAFE_METHODS: ReadonlyArray<string> = ["GET", "HEAD", "OPTIONS"]
+
 /** The roles of docs/back-office.md. */
 export const Role = Schema.Literals(["owner", "administrator", "manager", "teacher"])
 export type Role = typeof Role.Type

@@ -6,6 +6,7 @@
  * middleware tags. The server (apps/api) implements it; OpenAPI is generated
  * from it at `/api/crm/v1/openapi.json`.
  */
+import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
 import * as HttpApi from "effect/http-api/HttpApi"
 import * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
@@ -14,13 +15,20 @@ import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
 import * as OpenApi from "effect/http-api/OpenApi"
 import * as Errors from "../BackOfficeErrors.ts"
 import { Timestamp } from "../Timestamps.ts"
-import { documentExamples, documentParameters, documentRequestId, documentUnexpectedErrors, SERVERS } from "./OpenApiAdjustments.ts"
+import {
+  documentExamples,
+  documentParameters,
+  documentRequestId,
+  documentUnexpectedErrors,
+  documentUnreachableStatus,
+  SERVERS
+} from "./OpenApiAdjustments.ts"
 import { ApiKeysGroup, EmployeesGroup } from "./backoffice/Staff.ts"
 import { InboxGroup, LeadsGroup } from "./backoffice/LeadSection.ts"
 import { ReferenceGroup, StudentsGroup } from "./backoffice/School.ts"
 import { WebhooksGroup } from "./backoffice/Webhooks.ts"
-import { ANY_EMPLOYEE } from "../Sessions.ts"
-import { BackOfficeValidation, Employee, ok, RequiredAccess, RoleCheck, SessionAuthentication } from "./BackOfficeMiddleware.ts"
+import { ANY_EMPLOYEE, SAFE_METHODS } from "../Sessions.ts"
+import { BackOfficeValidation, bodyRefusals, Employee, ok, RequiredAccess, RoleCheck, SessionAuthentication } from "./BackOfficeMiddleware.ts"
 
 export const BACK_OFFICE_PATH = "/api/crm/v1"
 
@@ -38,11 +46,16 @@ export class LoginGroup extends HttpApiGroup.make("login").add(
   HttpApiEndpoint.post("create", "/sessions", {
     payload: LoginRequest,
     success: LoginResponse.pipe(HttpApiSchema.status(201)),
-    error: [Errors.Unauthenticated.envelope, Errors.TooManyAttempts.envelope]
+    // 503: sign-in looks the e-mail up like every other call (docs/decisions.md "Requests and responses").
+    error: [Errors.Unauthenticated.envelope, Errors.TooManyAttempts.envelope, Errors.ServiceUnavailable.envelope, ...bodyRefusals]
   }).annotate(OpenApi.Summary, "Sign in: sets the crm_session cookie and returns the token")
 ).middleware(BackOfficeValidation) {}
 
-/** The caller's own session. */
+/**
+ * The caller's own session. Neither call takes a parameter or a body, so
+ * nothing of the request is decoded and no 422 can come of it: the group has
+ * no `BackOfficeValidation`.
+ */
 export class SessionsGroup extends HttpApiGroup.make("sessions").add(
   HttpApiEndpoint.get("current", "/sessions/current", { success: CurrentSessionResponse })
     .annotate(RequiredAccess, ANY_EMPLOYEE)
@@ -50,7 +63,7 @@ export class SessionsGroup extends HttpApiGroup.make("sessions").add(
   HttpApiEndpoint.delete("delete", "/sessions/current", { success: LogoutResponse })
     .annotate(RequiredAccess, ANY_EMPLOYEE)
     .annotate(OpenApi.Summary, "Sign out: the token stops working at once")
-).middleware(RoleCheck).middleware(BackOfficeValidation).middleware(SessionAuthentication) {}
+).middleware(RoleCheck).middleware(SessionAuthentication) {}
 
 /** The contract's routes, read by the document's `documentParameters`. */
 const routes = HttpApi.make("crm-v1")
@@ -65,6 +78,17 @@ const routes = HttpApi.make("crm-v1")
   .add(InboxGroup)
   .prefix(BACK_OFFICE_PATH)
 
+/**
+ * The operations that never answer 403 FORBIDDEN, though `SessionAuthentication`
+ * and `RoleCheck` declare it on every endpoint: a read (a safe method) never
+ * meets the cookie's forgery check, and an endpoint every role may call never
+ * refuses a role (docs/decisions.md "Back-office sessions"; docs/back-office.md
+ * "Roles").
+ */
+const neverForbidden = (endpoint: HttpApiEndpoint.Top): boolean =>
+  SAFE_METHODS.includes(endpoint.method) &&
+  ANY_EMPLOYEE.every((role) => Context.get(endpoint.annotations, RequiredAccess).includes(role))
+
 export class BackOfficeApi extends routes
   .annotate(HttpApi.ParseOptions, { errors: "all" })
   .annotateMerge(OpenApi.annotations({
@@ -77,7 +101,7 @@ export class BackOfficeApi extends routes
     transform: (spec) =>
       documentExamples(documentRequestId(
         documentUnexpectedErrors({ internalError: Errors.InternalError, methodNotAllowed: Errors.MethodNotAllowed })(
-          documentParameters(routes)(spec)
+          documentUnreachableStatus(routes, "403", neverForbidden)(documentParameters(routes)(spec))
         )
       ))
   }))

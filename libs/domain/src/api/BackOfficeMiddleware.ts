@@ -35,12 +35,15 @@ export class CurrentEmployee extends Context.Service<CurrentEmployee, {
  * cookie or `Authorization: Session <token>`; an API key never
  * authenticates here (401 UNAUTHENTICATED). A state-changing call
  * authenticated by the cookie must pass the cross-site request forgery check
- * (403 FORBIDDEN).
+ * (403 FORBIDDEN). Every call behind it looks the session up, so this is
+ * also where they declare 503 SERVICE_UNAVAILABLE with `Retry-After`
+ * (docs/decisions.md "Requests and responses": the database is away or over
+ * its bounds), as the public API's `Authentication` does.
  */
 export class SessionAuthentication extends HttpApiMiddleware.Service<SessionAuthentication, {
   provides: CurrentEmployee
 }>()("school/domain/api/SessionAuthentication", {
-  error: [Errors.Unauthenticated.envelope, Errors.Forbidden.envelope]
+  error: [Errors.Unauthenticated.envelope, Errors.Forbidden.envelope, Errors.ServiceUnavailable.envelope]
 }) {}
 
 /** Request decoding failures become 422 VALIDATION_FAILED with per-field messages. */
@@ -70,6 +73,15 @@ export class RoleCheck extends HttpApiMiddleware.Service<RoleCheck, {
 }>()("school/domain/api/RoleCheck", {
   error: Errors.Forbidden.envelope
 }) {}
+
+/**
+ * What an endpoint with a request body can answer before its body is decoded
+ * (docs/decisions.md "Requests and responses"): 413 PAYLOAD_TOO_LARGE over
+ * the body limit, 415 UNSUPPORTED_MEDIA_TYPE for a body that is not JSON.
+ * The server's error envelope writes both (apps/api/src/ErrorEnvelope.ts);
+ * every endpoint with a `payload` lists them among its errors.
+ */
+export const bodyRefusals = [Errors.PayloadTooLarge.envelope, Errors.UnsupportedMediaType.envelope] as const
 
 /** `{ success: true, data }`. */
 export const ok = <S extends Schema.Top>(data: S) => Schema.Struct({ success: Schema.Literal(true), data })

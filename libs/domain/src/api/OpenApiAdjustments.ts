@@ -9,7 +9,7 @@
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
-import type { HttpApiGroup } from "effect/http-api"
+import type { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import * as HttpApi from "effect/http-api/HttpApi"
 import * as Errors from "../Errors.ts"
 import * as Events from "../Events.ts"
@@ -196,6 +196,34 @@ export const documentParameters = <Id extends string, Groups extends HttpApiGrou
       })
     }
   }
+  return spec
+}
+
+/**
+ * A document transform: `status` taken off the operations that cannot
+ * answer it. HttpApi writes a middleware's errors on every endpoint behind
+ * it, though a middleware may fail only for some requests (the back office's
+ * 403 FORBIDDEN: BackOfficeApi.ts says which operations never give it);
+ * `unreachable` picks the endpoints, read from the contract.
+ */
+export const documentUnreachableStatus = <Id extends string, Groups extends HttpApiGroup.Constraint>(
+  api: HttpApi.HttpApi<Id, Groups>,
+  status: string,
+  unreachable: (endpoint: HttpApiEndpoint.Top) => boolean
+) =>
+(spec: Json): Json => {
+  const paths = isJson(spec["paths"]) ? spec["paths"] : {}
+  HttpApi.reflect(api, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint }) => {
+      if (!unreachable(endpoint)) return
+      const operations = paths[openApiPath(endpoint.path)]
+      const operation = isJson(operations) ? operations[endpoint.method.toLowerCase()] : undefined
+      const responses = isJson(operation) ? operation["responses"] : undefined
+      if (!isJson(responses) || !(status in responses)) throw new Error(`OpenAPI: ${endpoint.method} ${endpoint.path} has no ${status}`)
+      delete responses[status]
+    }
+  })
   return spec
 }
 

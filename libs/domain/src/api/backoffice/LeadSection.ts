@@ -15,6 +15,7 @@ import { Meta } from "../../Pagination.ts"
 import { ANY_EMPLOYEE, FULL_ACCESS, LEAD_SECTION } from "../../Sessions.ts"
 import {
   BackOfficeValidation,
+  bodyRefusals,
   ok,
   okCreated,
   okList,
@@ -40,7 +41,7 @@ export class LeadsGroup extends HttpApiGroup.make("leads")
     HttpApiEndpoint.post("create", "/leads", {
       payload: Leads.CrmCreateLeadRequest,
       success: okCreated(Leads.CrmLead),
-      error: [Errors.Forbidden.envelope, Errors.ValidationFailed.envelope]
+      error: [Errors.Forbidden.envelope, Errors.ValidationFailed.envelope, ...bodyRefusals]
     }).annotate(RequiredAccess, LEAD_SECTION)
       .annotate(OpenApi.Summary, "Create a lead (emits lead.created; no funnel automation)"),
     HttpApiEndpoint.get("list", "/leads", {
@@ -53,7 +54,7 @@ export class LeadsGroup extends HttpApiGroup.make("leads")
       params: { id: Leads.LeadIdFromPath },
       payload: Leads.MoveLeadRequest,
       success: ok(Leads.CrmLead),
-      error: [Errors.Forbidden.envelope, Errors.NotFound.envelope, Errors.ValidationFailed.envelope]
+      error: [Errors.Forbidden.envelope, Errors.NotFound.envelope, Errors.ValidationFailed.envelope, ...bodyRefusals]
     }).annotate(RequiredAccess, LEAD_SECTION)
       .annotate(
       OpenApi.Summary,
@@ -68,7 +69,7 @@ export class LeadsGroup extends HttpApiGroup.make("leads")
     HttpApiEndpoint.post("createFunnel", "/funnels", {
       payload: Leads.CreateFunnelRequest,
       success: okCreated(Leads.Funnel),
-      error: [Errors.Forbidden.envelope, Errors.ValidationFailed.envelope]
+      error: [Errors.Forbidden.envelope, Errors.ValidationFailed.envelope, ...bodyRefusals]
     }).annotate(RequiredAccess, FULL_ACCESS)
       .annotate(OpenApi.Summary, "Create a funnel with its statuses (distinct priorities, optional auto_task_title)")
   )

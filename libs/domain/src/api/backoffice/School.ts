@@ -20,6 +20,7 @@ import * as Records from "../../SchoolRecords.ts"
 import { FULL_ACCESS, FULL_ACCESS_OR_MANAGER, FULL_ACCESS_OR_TEACHER } from "../../Sessions.ts"
 import {
   BackOfficeValidation,
+  bodyRefusals,
   ok,
   okCreated,
   RequiredAccess,
@@ -27,7 +28,7 @@ import {
   SessionAuthentication
 } from "../BackOfficeMiddleware.ts"
 
-const refused = [Errors.ValidationFailed.envelope]
+const refused = [Errors.ValidationFailed.envelope, ...bodyRefusals]
 
 export class ReferenceGroup extends HttpApiGroup.make("reference")
   .add(
@@ -95,7 +96,8 @@ export class StudentsGroup extends HttpApiGroup.make("students")
         Errors.NotFound.envelope,
         Errors.ValidationFailed.envelope,
         Errors.GroupFull.envelope,
-        Errors.AlreadyEnrolled.envelope
+        Errors.AlreadyEnrolled.envelope,
+        ...bodyRefusals
       ]
     }).annotate(RequiredAccess, FULL_ACCESS_OR_MANAGER)
       .annotate(
@@ -106,7 +108,7 @@ export class StudentsGroup extends HttpApiGroup.make("students")
       params: { id: Records.LessonIdFromPath },
       payload: Records.MarkAttendanceRequest,
       success: ok(Records.AttendanceMark),
-      error: [Errors.NotFound.envelope, Errors.ValidationFailed.envelope]
+      error: [Errors.NotFound.envelope, Errors.ValidationFailed.envelope, ...bodyRefusals]
     }).annotate(RequiredAccess, FULL_ACCESS_OR_TEACHER)
       .annotate(
         OpenApi.Summary,

@@ -23,6 +23,7 @@ import { isStorable, NAME_MAX, Text } from "../../Text.ts"
 import { IsoInstant, Timestamp } from "../../Timestamps.ts"
 import {
   BackOfficeValidation,
+  bodyRefusals,
   ok,
   okCreated,
   okList,
@@ -158,7 +159,7 @@ export class EmployeesGroup extends HttpApiGroup.make("employees")
     HttpApiEndpoint.post("create", "/employees", {
       payload: CreateEmployeeRequest,
       success: okCreated(StaffMember),
-      error: [Errors.ValidationFailed.envelope, Errors.Conflict.envelope]
+      error: [Errors.ValidationFailed.envelope, Errors.Conflict.envelope, ...bodyRefusals]
     }).annotate(RequiredAccess, FULL_ACCESS).annotate(
       OpenApi.Summary,
       "Add a member of staff (administrator, manager or teacher); the e-mail is their login, unique across the service"
@@ -178,7 +179,7 @@ export class ApiKeysGroup extends HttpApiGroup.make("apiKeys")
     HttpApiEndpoint.post("create", "/api-keys", {
       payload: CreateApiKeyRequest,
       success: okCreated(IssuedApiKey),
-      error: [Errors.ValidationFailed.envelope, Errors.TariffTooLow.envelope]
+      error: [Errors.ValidationFailed.envelope, Errors.TariffTooLow.envelope, ...bodyRefusals]
     }).annotate(RequiredAccess, FULL_ACCESS).annotate(
       OpenApi.Summary,
       "Issue a key for the public API (Extended plan or above); the whole key is shown only here"

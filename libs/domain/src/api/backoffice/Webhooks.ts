@@ -22,6 +22,7 @@ import { Text } from "../../Text.ts"
 import { IsoInstant, Timestamp } from "../../Timestamps.ts"
 import {
   BackOfficeValidation,
+  bodyRefusals,
   ok,
   okList,
   okQueued,
@@ -221,7 +222,7 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
     HttpApiEndpoint.post("create", "/webhooks", {
       payload: CreateWebhookRequest,
       success: ok(CreatedSubscription).pipe(HttpApiSchema.status(201)),
-      error: [Errors.ValidationFailed.envelope]
+      error: [Errors.ValidationFailed.envelope, ...bodyRefusals]
     }).annotate(RequiredAccess, OWNER_OR_ADMINISTRATOR)
       .annotate(OpenApi.Summary, "Subscribe a receiver URL to events; the secret is shown only here"),
     HttpApiEndpoint.get("list", "/webhooks", {
@@ -239,7 +240,7 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
       params: idParams,
       payload: UpdateWebhookRequest,
       success: single,
-      error: [Errors.NotFound.envelope, Errors.ValidationFailed.envelope]
+      error: [Errors.NotFound.envelope, Errors.ValidationFailed.envelope, ...bodyRefusals]
     }).annotate(RequiredAccess, OWNER_OR_ADMINISTRATOR)
       .annotate(OpenApi.Summary, "Change the URL, the events or both"),
     HttpApiEndpoint.post("disable", "/webhooks/:id/disable", {
@@ -282,7 +283,7 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
       params: idParams,
       payload: RecoverRequest,
       success: okQueued(Schema.Struct({ queued: Schema.Int })),
-      error: [Errors.NotFound.envelope, Errors.Conflict.envelope]
+      error: [Errors.NotFound.envelope, Errors.Conflict.envelope, ...bodyRefusals]
     }).annotate(RequiredAccess, OWNER_OR_ADMINISTRATOR)
       .annotate(OpenApi.Summary, "Queue again every delivery that ended failed at or after since")
   )
