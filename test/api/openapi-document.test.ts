@@ -125,6 +125,29 @@ layer(TestServer.layer().pipe(Layer.provideMerge(TestDatabase.layer)), { exclude
       }
     }))
 
+  it.effect("the back office declares its session, cookie or header, on every operation but sign-in; the public API its bearer key", () =>
+    Effect.gen(function*() {
+      const json = yield* served(BACK_OFFICE_OPENAPI_PATH)
+      assert.deepStrictEqual(at(json, "components", "securitySchemes", "sessionCookie"), {
+        type: "apiKey",
+        in: "cookie",
+        name: "crm_session",
+        description: "Set by POST /sessions (sign-in)."
+      })
+      assert.strictEqual(at(json, "components", "securitySchemes", "sessionToken", "name"), "Authorization")
+      const secured = (operation: Json) => Array.isArray(operation["security"]) && operation["security"].length > 0
+      const unsecured = operationsOf(json).filter(({ operation }) => !secured(operation))
+        .map(({ method, path }) => `${method} ${path}`)
+      assert.deepStrictEqual(unsecured, ["post /api/crm/v1/sessions"])
+      for (const { operation } of operationsOf(json)) {
+        if (secured(operation)) assert.deepStrictEqual(operation["security"], [{ sessionCookie: [] }, { sessionToken: [] }])
+      }
+      const publicJson = yield* served(OPENAPI_PATH)
+      for (const { method, operation, path } of operationsOf(publicJson)) {
+        assert.isTrue(secured(operation), `${method} ${path}`)
+      }
+    }))
+
   it.effect("integer parameters are integers; timestamps, dates and the 401 reasons are typed", () =>
     Effect.gen(function*() {
       for (const path of [OPENAPI_PATH, BACK_OFFICE_OPENAPI_PATH]) {

@@ -20,6 +20,7 @@ import {
   documentParameters,
   documentRequestId,
   documentUnexpectedErrors,
+  documentSessionSecurity,
   documentUnreachableStatus,
   SERVERS
 } from "./OpenApiAdjustments.ts"
@@ -27,7 +28,7 @@ import { ApiKeysGroup, EmployeesGroup } from "./backoffice/Staff.ts"
 import { InboxGroup, LeadsGroup } from "./backoffice/LeadSection.ts"
 import { ReferenceGroup, StudentsGroup } from "./backoffice/School.ts"
 import { WebhooksGroup } from "./backoffice/Webhooks.ts"
-import { ANY_EMPLOYEE, SAFE_METHODS } from "../Sessions.ts"
+import { ANY_EMPLOYEE, COOKIE_NAME, SAFE_METHODS } from "../Sessions.ts"
 import { BackOfficeValidation, bodyRefusals, Employee, ok, RequiredAccess, RoleCheck, SessionAuthentication } from "./BackOfficeMiddleware.ts"
 
 export const BACK_OFFICE_PATH = "/api/crm/v1"
@@ -101,7 +102,11 @@ export class BackOfficeApi extends routes
     transform: (spec) =>
       documentExamples(documentRequestId(
         documentUnexpectedErrors({ internalError: Errors.InternalError, methodNotAllowed: Errors.MethodNotAllowed })(
-          documentUnreachableStatus(routes, "403", neverForbidden)(documentParameters(routes)(spec))
+          documentUnreachableStatus(routes, "403", neverForbidden)(
+            documentSessionSecurity(routes, { cookieName: COOKIE_NAME }, (middleware) => middleware.has(SessionAuthentication))(
+              documentParameters(routes)(spec)
+            )
+          )
         )
       ))
   }))

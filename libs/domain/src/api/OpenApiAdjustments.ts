@@ -228,6 +228,51 @@ export const documentUnreachableStatus = <Id extends string, Groups extends Http
 }
 
 /**
+ * A document transform: the back office's session (docs/decisions.md
+ * "Back-office sessions") as the security of every operation that needs
+ * one, so a generator knows how to authenticate: the `crm_session` cookie,
+ * or `Authorization: Session <token>` (either). HttpApi documents security
+ * only for its own schemes, and the session middleware reads both places
+ * itself. `needsSession` picks the operations, read from the contract.
+ */
+export const documentSessionSecurity = <Id extends string, Groups extends HttpApiGroup.Constraint>(
+  api: HttpApi.HttpApi<Id, Groups>,
+  session: { readonly cookieName: string },
+  needsSession: (middleware: ReadonlySet<unknown>) => boolean
+) =>
+(spec: Json): Json => {
+  const components = isJson(spec["components"]) ? spec["components"] : {}
+  components["securitySchemes"] = {
+    ...(isJson(components["securitySchemes"]) ? components["securitySchemes"] : {}),
+    sessionCookie: {
+      type: "apiKey",
+      in: "cookie",
+      name: session.cookieName,
+      description: "Set by POST /sessions (sign-in)."
+    },
+    sessionToken: {
+      type: "apiKey",
+      in: "header",
+      name: "Authorization",
+      description: "`Session <token>`, the token POST /sessions (sign-in) returns."
+    }
+  }
+  spec["components"] = components
+  const paths = isJson(spec["paths"]) ? spec["paths"] : {}
+  HttpApi.reflect(api, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint, middleware }) => {
+      if (!needsSession(middleware)) return
+      const operations = paths[openApiPath(endpoint.path)]
+      const operation = isJson(operations) ? operations[endpoint.method.toLowerCase()] : undefined
+      if (!isJson(operation)) throw new Error(`OpenAPI: ${endpoint.method} ${endpoint.path} is not documented`)
+      operation["security"] = [{ sessionCookie: [] }, { sessionToken: [] }]
+    }
+  })
+  return spec
+}
+
+/**
  * Where the documents' paths are served: the host that served the document
  * (a relative URL, resolved against the document's own address), and the
  * address `npm start` listens on (docs/operations.md "Settings": PORT, HOST).
