@@ -157,15 +157,20 @@ const program = Effect.gen(function*() {
   }
 
   const warnings = results.flatMap((result) => result.warnings.map((w) => `${result.id}: ${w}`))
-  // The sql-only anchor must issue the statements one API request issues.
+  // The sql-only anchor must issue the statements one API request issues. It
+  // deliberately issues the naive pair: the API's batched form of the limiter's
+  // statement (several requests' in one, docs/decisions.md "Batched
+  // authentication") is not expected from it, and the API may issue fewer.
+  const batched = (query: string) => query.includes("WITH ORDINALITY AS r(prefix, hash, at, ord)")
   for (const result of results) {
     const api = result.targets.find((t) => t.id === "api")
     const loop = result.targets.find((t) => t.id === "sql-only")
     if (api === undefined || loop === undefined || !db.statementsTracked) continue
-    const queries = (statements: typeof api.statements) => new Set(statements.map((s) => s.query))
+    const queries = (statements: typeof api.statements) =>
+      new Set(statements.map((s) => s.query).filter((query) => !batched(query)))
     const [fromApi, fromLoop] = [queries(api.statements), queries(loop.statements)]
     const differ = [...fromApi].some((q) => !fromLoop.has(q)) || [...fromLoop].some((q) => !fromApi.has(q))
-    if (differ || Math.abs((api.figures.roundTrips ?? 0) - (loop.figures.roundTrips ?? 0)) > 0.05) {
+    if (differ || (api.figures.roundTrips ?? 0) - (loop.figures.roundTrips ?? 0) > 0.05) {
       warnings.push(
         `${result.id}: sql-only does not issue the API's statements (API ${api.figures.roundTrips} per request, loop ${loop.figures.roundTrips}): bring bench/anchors/sql-only.ts in step`
       )

@@ -6,8 +6,10 @@
  * Medians are reported. Then each target makes 100 requests (fewer if they
  * take over 3 s) with the database otherwise quiet: its statement counters
  * before and after give the round trips per request, and which statements
- * they were. Everything the
- * scenario started is stopped when it ends.
+ * they were. The statements of each measured round, over its requests,
+ * give the round trips per request under load too (where concurrent
+ * requests share statements, lower than the counting pass's). Everything
+ * the scenario started is stopped when it ends.
  */
 import { Effect } from "effect"
 import * as Cpu from "./Cpu.ts"
@@ -27,6 +29,8 @@ export interface MeasuredRound extends RoundFigures {
   readonly cpu: CpuShares
   /** Holds up on a busy machine better than throughput does. */
   readonly cpuPerRequest: CpuPerRequest
+  /** Statements the database executed during the round, per request answered. */
+  readonly roundTrips: number | undefined
 }
 
 export interface StatementShare {
@@ -121,7 +125,7 @@ const roundLine = (target: Target, figures: MeasuredRound) =>
     percent(figures.cpu.other)
   }  µs/req server ${
     percent(figures.cpuPerRequest.server)
-  } pg ${percent(figures.cpuPerRequest.postgres)}${
+  } pg ${percent(figures.cpuPerRequest.postgres)}  statements/req ${figures.roundTrips?.toFixed(2) ?? "n/a"}${
     figures.non2xx + figures.errors > 0 ? `  NON-2XX ${figures.non2xx} ERRORS ${figures.errors}` : ""
   }`
 
@@ -144,10 +148,18 @@ export const runScenario = (
       yield* say(`  round ${r}/${settings.rounds}`)
       for (const target of targets) {
         yield* Database.quiesce(db)
+        const statementsBefore = yield* Database.snapshot(db)
         const before = Cpu.sample(target.process?.pid, db.postmasterPid)
         const figures = yield* target.round(settings.roundSeconds)
         const after = Cpu.sample(target.process?.pid, db.postmasterPid)
-        const measured: MeasuredRound = { ...figures, ...Cpu.between(before, after, figures.seconds, figures.requests) }
+        yield* Database.quiesce(db)
+        const calls = Database.difference(statementsBefore, yield* Database.snapshot(db))
+          .reduce((sum, statement) => sum + statement.calls, 0)
+        const measured: MeasuredRound = {
+          ...figures,
+          ...Cpu.between(before, after, figures.seconds, figures.requests),
+          roundTrips: db.statementsTracked && figures.requests > 0 ? round(calls / figures.requests) : undefined
+        }
         rounds.get(target.id)?.push(measured)
         yield* say(roundLine(target, measured))
       }
@@ -192,6 +204,7 @@ export const runScenario = (
           p50: round(median(measured.map((r) => r.p50))),
           p99: round(median(measured.map((r) => r.p99))),
           roundTrips: db.statementsTracked && requests > 0 ? round(calls / requests) : undefined,
+          roundTripsUnderLoad: medianOf((r) => r.roundTrips),
           peakRssMiB: target.process === undefined ? undefined : peakRssMiB(target.process.pid),
           readyRssMiB: target.process?.readyRssMiB,
           non2xx,

@@ -70,7 +70,7 @@ export const markdown = (report: RunReport): string => {
   )
   lines.push("")
   lines.push(
-    "| scenario | target | req/s | p50 ms | p99 ms | DB round trips / req | peak RSS MiB | CPU % target · PG · load gen · other | CPU µs / req target · PG | throughput vs anchor |"
+    "| scenario | target | req/s | p50 ms | p99 ms | DB round trips / req (alone · under load) | peak RSS MiB | CPU % target · PG · load gen · other | CPU µs / req target · PG | throughput vs anchor |"
   )
   lines.push("|---|---|---:|---:|---:|---:|---:|---|---|---|")
   for (const result of Object.values(report.scenarios)) {
@@ -86,7 +86,7 @@ export const markdown = (report: RunReport): string => {
       lines.push(
         `| ${i === 0 ? result.title : ""} | ${target.label} | ${cell(f.rps, 0)} | ${cell(f.p50)} | ${cell(f.p99)} | ${
           cell(f.roundTrips)
-        } | ${cell(f.peakRssMiB, 0)} | ${cpu} | ${cost} | ${versus} |`
+        }${f.roundTripsUnderLoad === undefined ? "" : ` · ${cell(f.roundTripsUnderLoad)}`} | ${cell(f.peakRssMiB, 0)} | ${cpu} | ${cost} | ${versus} |`
       )
     })
   }

@@ -87,6 +87,12 @@ export interface Figures {
   readonly p99: number
   /** Statements the database executed per request (undefined: not counted on this server). */
   readonly roundTrips: number | undefined
+  /**
+   * The same during the measured rounds, under the scenario's concurrency
+   * (median of the rounds): lower than `roundTrips` where concurrent
+   * requests share statements (the limiter's batches).
+   */
+  readonly roundTripsUnderLoad?: number | undefined
   readonly peakRssMiB: number | undefined
   /** Resident set when it had just started (for the memory analysis). */
   readonly readyRssMiB: number | undefined

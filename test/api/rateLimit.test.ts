@@ -279,6 +279,24 @@ layer(Env, { timeout: 120_000, excludeTestServices: true })("rate limit through 
       assert.deepStrictEqual(errorOf(reply).fields, { reason: "revoked_key" })
     }))
 
+  it.effect("interleaved requests of one key and of others, sent at once (batched): the model's answers and Retry-After", () =>
+    Effect.gen(function*() {
+      const api = yield* Api
+      const { key: a } = yield* newKey("basic")
+      const { key: b } = yield* newKey("basic")
+      const at = T0 + 28_800 * SECOND
+      // a: 118 of its 120 in the window, taken at `at`.
+      assert.deepStrictEqual(statuses(yield* burst(a, at, 118)), { 200: 118 })
+      // 12.5 s later, interleaved at once: a gets its last 2, then 429 until `at` + 60 s (Retry-After 48).
+      const replies = yield* Effect.forEach([a, b, a, b, a, b, a, b, a], (key) => api.get(key, at + 12_500_000), {
+        concurrency: "unbounded"
+      })
+      const of = (key: string) => replies.filter((_, i) => (i % 2 === 0 ? a : b) === key)
+      assert.deepStrictEqual(statuses(of(a)), { 200: 2, 429: 3 })
+      for (const reply of of(a).filter((reply) => reply.status === 429)) assertRateLimited(reply, 48)
+      assert.deepStrictEqual(statuses(of(b)), { 200: 4 })
+    }))
+
   it.effect("every authenticated request counts, whatever its outcome", () =>
     Effect.gen(function*() {
       const api = yield* Api

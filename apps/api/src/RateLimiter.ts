@@ -14,13 +14,23 @@
  * stream is not listening (or the process's client cannot listen), there
  * are no local blocks at all: every request goes to the database, which is
  * always exact.
+ *
+ * The round trips themselves are batched (docs/decisions.md "Batched
+ * authentication"): every request that reaches `admit` in the same tick of
+ * the event loop joins one `Effect.request` batch (`RequestResolver`, its
+ * default window: one `yieldNow`, no timer), answered by ONE statement
+ * (`RateLimits.admitAll`); a batch of one is the single statement of
+ * before. At most `maxBatch` requests share a statement.
  */
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as Request from "effect/Request"
+import * as RequestResolver from "effect/RequestResolver"
 import * as Stream from "effect/Stream"
 import { ApiKey, type Ids, Plans, RateLimit } from "@school/domain"
 import { ApiKeys } from "@school/persistence/ApiKeys"
@@ -36,19 +46,30 @@ export interface RateLimitOptions {
   readonly maxLocalBlocks: number
   /** The budgets; None: `Plans.budgetPerMinute`. */
   readonly budgets: Option.Option<Budgets>
+  /** At most this many requests share one statement (a batch). */
+  readonly maxBatch: number
 }
 
 export const defaultOptions: RateLimitOptions = {
   window: Option.some(RateLimit.WINDOW),
   clock: Option.none(),
   maxLocalBlocks: 10_000,
-  budgets: Option.none()
+  budgets: Option.none(),
+  maxBatch: 64
 }
 
 /** The limiter's settings; the default is the specification's (a 60-second window on the database's clock). */
 export const RateLimitOptions = Context.Reference<RateLimitOptions>("school/api/RateLimiter/RateLimitOptions", {
   defaultValue: () => defaultOptions
 })
+
+/** One request's authentication and count, batched with the others of its tick. */
+class Admit extends Request.Class<{
+  readonly prefix: string
+  readonly secretHash: Uint8Array
+  /** µs on the injected clock; undefined: the database's. */
+  readonly at: number | undefined
+}, Option.Option<Admission>> {}
 
 interface Block {
   readonly schoolId: Ids.SchoolId
@@ -133,6 +154,36 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         return ApiKey.secretMatches(secret, block.secretHash) ? Option.some(block.until - now) : Option.none<number>()
       })
 
+      const limit = Option.isSome(options.window)
+        ? {
+          window: options.window.value,
+          ...(Option.isSome(options.budgets) ? { budgets: options.budgets.value } : {})
+        }
+        : undefined
+      // Every request that arrives in the same tick joins one batch; the
+      // default delay is one `yieldNow` (no timer), so a lone request waits
+      // for nothing but the I/O already queued. A failure of the statement
+      // (a defect) completes every request of the batch with it.
+      const resolver = RequestResolver.make<Admit>((entries) =>
+        Effect.gen(function*() {
+          if (limit === undefined) return
+          if (entries.length === 1) {
+            const [{ request }] = entries
+            const answer = yield* store.admit(request.prefix, request.secretHash, {
+              ...limit,
+              ...(request.at === undefined ? {} : { at: request.at })
+            })
+            entries[0].completeUnsafe(Exit.succeed(answer))
+            return
+          }
+          const answers = yield* store.admitAll(
+            entries.map(({ request }) => ({ prefix: request.prefix, secretHash: request.secretHash, at: request.at })),
+            limit
+          )
+          for (const [i, entry] of entries.entries()) entry.completeUnsafe(Exit.succeed(answers[i] ?? Option.none()))
+        })
+      ).pipe(RequestResolver.batchN(options.maxBatch))
+
       const remember = (prefix: string, block: Block) => {
         blocks.delete(prefix)
         if (blocks.size >= options.maxLocalBlocks) {
@@ -154,16 +205,12 @@ export class RateLimiter extends Context.Service<RateLimiter, {
                 : { _tag: "NotCounted" }
             }))
           }),
-        onSome: (window) =>
+        onSome: () =>
           Effect.fnUntraced(function*(prefix: string, secret: string) {
             const startedIn = epoch
             const secretHash = ApiKey.hashSecret(secret)
             const at = Option.isSome(options.clock) ? yield* options.clock.value : undefined
-            const admission = yield* store.admit(prefix, secretHash, {
-              window,
-              ...(at === undefined ? {} : { at }),
-              ...(Option.isSome(options.budgets) ? { budgets: options.budgets.value } : {})
-            })
+            const admission = yield* Effect.request(new Admit({ prefix, secretHash, at }), resolver)
             if (Option.isSome(admission) && listening && epoch === startedIn) {
               const { key, outcome } = admission.value
               if (outcome._tag === "Rejected") {

@@ -14,6 +14,20 @@
  * decides again on what committed before it, so two processes never take the
  * same slot. On a key's first request and its first acceptance after a plan
  * change the ring is re-laid (O(budget), inside the same call).
+ *
+ * `admitAll` is the same statement for many requests at once (the API
+ * batches the requests that reach it in the same tick, docs/decisions.md
+ * "Batched authentication"): the requests as arrays (`unnest … WITH
+ * ORDINALITY`), one key lookup for all, and `rate_limit_take` called once per
+ * authenticating request in the order (school, key, arrival). PostgreSQL
+ * evaluates a volatile function of the select list after the `ORDER BY`
+ * sort (its SELECT reference, "SELECT List"), each call sees the writes of
+ * the calls before it (a volatile function takes a new snapshot per
+ * statement inside it), so two requests of one key in a batch take two
+ * slots exactly as two statements would; and since every batch takes its
+ * keys' row locks in the same (school, key) order, two processes' batches
+ * cannot deadlock. The batch is one statement, so one transaction: a
+ * failure fails every request of it and counts none of them.
  */
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -67,6 +81,26 @@ const Row = Schema.Struct({
 })
 const decodeRows = Schema.decodeUnknownEffect(Schema.Array(Row))
 
+const BatchRow = Schema.Struct({
+  ...Row.fields,
+  /** The request's position in the batch, from 1. */
+  ord: Schema.Int
+})
+const decodeBatchRows = Schema.decodeUnknownEffect(Schema.Array(BatchRow))
+
+/** One request of a batch: the presented prefix and secret hash, and its time (µs) when not the database's. */
+export interface AdmitRequest {
+  readonly prefix: string
+  readonly secretHash: Uint8Array
+  readonly at?: number | undefined
+}
+
+/** The batch's settings: the window and budgets every request of it shares. */
+export type BatchLimit = Omit<Limit, "at">
+
+const outcomeOf = (wait: number | null): Outcome =>
+  wait === null ? { _tag: "NotCounted" } : wait === 0 ? { _tag: "Accepted" } : { _tag: "Rejected", wait }
+
 /** `Plans.budgetPerMinute` as the statement's parameters: the budget of every named plan, and the default. */
 export const planBudgets: Budgets = {
   byPlan: Object.fromEntries(Plans.Plan.literals.map((plan) => [plan, Plans.budgetPerMinute(plan)])),
@@ -81,6 +115,15 @@ export class RateLimits extends Context.Service<RateLimits, {
    * has this prefix. One round trip.
    */
   admit(prefix: string, secretHash: Uint8Array, limit: Limit): Effect.Effect<Option.Option<Admission>>
+  /**
+   * `admit` for many requests in ONE statement, in order: the answer at
+   * index i is request i's. Requests of one key are counted in their order
+   * in the array, as if sent one after the other.
+   */
+  admitAll(
+    requests: ReadonlyArray<AdmitRequest>,
+    limit: BatchLimit
+  ): Effect.Effect<ReadonlyArray<Option.Option<Admission>>>
 }>()("school/persistence/RateLimits") {
   static readonly layer = Layer.effect(
     RateLimits,
@@ -113,15 +156,52 @@ export class RateLimits extends Context.Service<RateLimits, {
         const row = rows[0]
         if (row === undefined) return Option.none<Admission>()
         const { wait, ...key } = row
-        const outcome: Outcome = wait === null
-          ? { _tag: "NotCounted" }
-          : wait === 0
-          ? { _tag: "Accepted" }
-          : { _tag: "Rejected", wait }
-        return Option.some<Admission>({ key, outcome })
+        return Option.some<Admission>({ key, outcome: outcomeOf(wait) })
       })
 
-      return RateLimits.of({ admit })
+      const admitAll = Effect.fnUntraced(function*(requests: ReadonlyArray<AdmitRequest>, limit: BatchLimit) {
+        if (requests.length === 0) return []
+        const windowMicros = Math.round(Duration.toMillis(limit.window) * 1000)
+        const budgets = limit.budgets ?? planBudgets
+        const budgetsJson = limit.budgets === undefined ? planBudgetsJson : JSON.stringify(budgets.byPlan)
+        const prefixes = requests.map((request) => request.prefix)
+        const hashes = requests.map((request) => Buffer.from(request.secretHash).toString("hex"))
+        // -1: the database's clock (the driver cannot type an array of nulls).
+        const ats = requests.map((request) => request.at ?? -1)
+        // The select list's CASE (with the volatile rate_limit_take) is
+        // evaluated after the sort, row by row in this order.
+        const rows = yield* sql`
+          WITH req AS (
+            SELECT r.prefix, decode(r.hash, 'hex') AS hash, nullif(r.at, -1) AS at, r.ord::int4 AS ord
+            FROM unnest(${prefixes}::text[], ${hashes}::text[], ${ats}::int8[]) WITH ORDINALITY AS r(prefix, hash, at, ord)
+          ), key AS (
+            SELECT req.ord, req.at, req.hash = k.secret_hash AS matches,
+                   k.id, k.school_id, k.scope, k.secret_hash,
+                   k.revoked_at IS NOT NULL AS revoked,
+                   coalesce(k.expires_at <= now(), false) AS expired,
+                   (extract(epoch FROM k.expires_at - now()) * 1000000)::float8 AS expires_in,
+                   s.plan,
+                   coalesce((${budgetsJson}::jsonb ->> s.plan)::int4, ${budgets.fallback}::int4) AS budget
+            FROM req
+            JOIN api_key_prefixes p ON p.prefix = req.prefix
+            JOIN api_keys k ON k.school_id = p.school_id AND k.prefix = p.prefix
+            JOIN schools s ON s.id = k.school_id
+          )
+          SELECT key.ord, key.id, key.school_id, key.scope, key.secret_hash, key.revoked, key.expired,
+                 key.expires_in, key.plan, key.budget,
+                 CASE WHEN key.matches AND NOT key.revoked AND NOT key.expired
+                      THEN rate_limit_take(key.school_id, key.id, key.budget, key.at, ${windowMicros}::int8)::float8
+                 END AS wait
+          FROM key
+          ORDER BY key.school_id, key.id, key.ord`.pipe(Effect.flatMap(decodeBatchRows), Effect.orDie)
+        const answers: Array<Option.Option<Admission>> = requests.map(() => Option.none())
+        for (const { ord, wait, ...key } of rows) {
+          answers[ord - 1] = Option.some({ key, outcome: outcomeOf(wait) })
+        }
+        return answers
+      })
+
+      return RateLimits.of({ admit, admitAll })
     })
   )
 }
