@@ -19,7 +19,7 @@ import { Events } from "@school/domain"
 import { freePort } from "@school/runtime/Ports"
 import { startApi, startDispatcher } from "../support/Processes.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
-import { bash, jsonExamples, MARK, parseJson, printedJson, ROOT, sameShape, shellBlocks, sourceFiles } from "./support.ts"
+import { bash, compareOutputs, jsonExamples, MARK, printedJson, ROOT, shellBlocks, sourceFiles } from "./support.ts"
 
 const DOC = readFileSync(join(ROOT, "docs/integrators.md"), "utf8")
 /** Files the doc's commands write in the working directory, beside the js files. */
@@ -64,21 +64,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("docs/integrators.md", 
       assert.strictEqual(result.code, 0, `${result.stdout}\n${result.stderr}`)
       const outputs = result.stdout.split(MARK)
       assert.strictEqual(outputs.length, blocks.length + 1, "every block ran")
-      let checked = 0
-      blocks.forEach((block, i) => {
-        const printed = (outputs[i] ?? "").trim()
-        const where = `block at docs/integrators.md:${block.line} printed ${printed}`
-        if (block.expected === undefined) return
-        const actual = printedJson(printed)
-        const documented = parseJson(block.expected)
-        assert.isTrue(Option.isSome(actual), `${where}: not JSON`)
-        assert.isTrue(Option.isSome(documented), `${where}: the doc's json block after it is not JSON`)
-        if (Option.isSome(actual) && Option.isSome(documented)) {
-          assert.deepStrictEqual(sameShape(actual.value, documented.value, EXACT), [], where)
-          checked++
-        }
-      })
-      assert.isAtLeast(checked, 7, "the documented outputs were compared")
+      assert.isAtLeast(compareOutputs("docs/integrators.md", blocks, outputs, EXACT), 7, "the documented outputs were compared")
       // What the blocks without a json block print, and the two sync runs' counts.
       const printedBy = (fragment: string) => {
         const at = blocks.findIndex((block) => block.script.includes(fragment))

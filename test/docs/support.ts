@@ -3,6 +3,7 @@
  * ```sh blocks in order in one bash session, each with the ```json block
  * that shows what it prints; its ```js blocks as the files they name.
  */
+import { assert } from "@effect/vitest"
 import { Effect, Option, Schema } from "effect"
 import { spawn } from "node:child_process"
 import { dirname, join } from "node:path"
@@ -141,3 +142,31 @@ export const bash = (script: string, env: Readonly<Record<string, string>>, time
     })
     return Effect.sync(killGroup)
   })
+
+/**
+ * Each block's output against the ```json block the doc shows after it:
+ * JSON, the same shape, the same values of the `exact` keys. Returns how
+ * many outputs were compared.
+ */
+export const compareOutputs = (
+  doc: string,
+  blocks: ReadonlyArray<Block>,
+  outputs: ReadonlyArray<string>,
+  exact: ReadonlySet<string>
+): number => {
+  let compared = 0
+  blocks.forEach((block, i) => {
+    if (block.expected === undefined) return
+    const printed = (outputs[i] ?? "").trim()
+    const where = `block at ${doc}:${block.line} printed ${printed}`
+    const actual = printedJson(printed)
+    const documented = parseJson(block.expected)
+    assert.isTrue(Option.isSome(actual), `${where}: not JSON`)
+    assert.isTrue(Option.isSome(documented), `${where}: the doc's json block after it is not JSON`)
+    if (Option.isSome(actual) && Option.isSome(documented)) {
+      assert.deepStrictEqual(sameShape(actual.value, documented.value, exact), [], where)
+      compared++
+    }
+  })
+  return compared
+}
