@@ -87,6 +87,12 @@ export interface Figures {
   readonly p99: number
   /** Statements the database executed per request (undefined: not counted on this server). */
   readonly roundTrips: number | undefined
+  /**
+   * Database execution time per request, ms: the `total_exec_time` of every
+   * statement of the counting pass over its requests (authentication and
+   * rate limit included; undefined: not counted on this server).
+   */
+  readonly dbMs: number | undefined
   readonly peakRssMiB: number | undefined
   /** Resident set when it had just started (for the memory analysis). */
   readonly readyRssMiB: number | undefined
