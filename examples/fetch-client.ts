@@ -86,23 +86,37 @@ export const call = async <A = unknown>(
   }
 }
 
+/** A cursor page (`starting_after`, docs/integrators.md "Lists and pagination"): no total, `has_more` says whether to go on. */
 export interface Page<A> {
   readonly data: ReadonlyArray<A>
-  readonly meta: { readonly page: number; readonly per_page: number; readonly total: number }
+  readonly meta: {
+    readonly per_page: number
+    readonly starting_after: number
+    readonly has_more: boolean
+    readonly next_starting_after: number | null
+  }
 }
 
-/** Every page of a list, in order: `page` from 1 until a short page (ascending `id`, stable). */
+/**
+ * Every page of a list, in order (ascending `id`): a cursor walk from
+ * `starting_after=0`, each page asking for the ids after the previous one's
+ * last, until `has_more` is false. A page costs the service the same at the
+ * millionth row as at the first, and rows created meanwhile are met on a
+ * later page, never shifting the pages already read.
+ */
 export async function* pages<A extends { readonly id: number }>(
   api: Api,
   path: string,
   query: Record<string, string> = {},
   perPage = 100
 ): AsyncGenerator<Page<A> & { readonly page: number }> {
+  let cursor = 0
   for (let page = 1; ; page++) {
-    const params = new URLSearchParams({ ...query, page: String(page), per_page: String(perPage) })
+    const params = new URLSearchParams({ ...query, starting_after: String(cursor), per_page: String(perPage) })
     const body = await call<Page<A>>(api, "GET", `${path}?${params}`)
     yield { page, ...body }
-    if (body.data.length < perPage) return
+    if (!body.meta.has_more || body.meta.next_starting_after === null) return
+    cursor = body.meta.next_starting_after
   }
 }
 
@@ -125,7 +139,7 @@ const main = async () => {
   let students = 0
   for await (const page of pages(api, "/students")) {
     students += page.data.length
-    console.log(`page ${page.page}: ${page.data.length} students (total ${page.meta.total})`)
+    console.log(`page ${page.page}: ${page.data.length} students (${page.meta.has_more ? "more follow" : "the last page"})`)
   }
   console.log(`${students} students`)
   try {

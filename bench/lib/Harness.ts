@@ -205,6 +205,9 @@ export const runScenario = (
           p99: round(median(measured.map((r) => r.p99))),
           roundTrips: db.statementsTracked && requests > 0 ? round(calls / requests) : undefined,
           roundTripsUnderLoad: medianOf((r) => r.roundTrips),
+          dbMs: db.statementsTracked && requests > 0
+            ? round(ran.reduce((sum, statement) => sum + statement.totalMs, 0) / requests, 3)
+            : undefined,
           peakRssMiB: target.process === undefined ? undefined : peakRssMiB(target.process.pid),
           readyRssMiB: target.process?.readyRssMiB,
           non2xx,

@@ -93,6 +93,12 @@ export interface Figures {
    * requests share statements (the limiter's batches).
    */
   readonly roundTripsUnderLoad?: number | undefined
+  /**
+   * Database execution time per request, ms: the `total_exec_time` of every
+   * statement of the counting pass over its requests (authentication and
+   * rate limit included; undefined: not counted on this server).
+   */
+  readonly dbMs: number | undefined
   readonly peakRssMiB: number | undefined
   /** Resident set when it had just started (for the memory analysis). */
   readonly readyRssMiB: number | undefined

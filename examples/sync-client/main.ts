@@ -12,11 +12,12 @@
  *    latest. The time is this machine's clock, so the margin (default 60 s)
  *    covers the skew between it and the service's clock; a record changed
  *    inside the margin is fetched twice, which an upsert makes harmless.
- * 3. A 429 is waited out (`Retry-After`, doubling on repeats) and the SAME
- *    page is asked again; skipping it would leave a gap (spec 4.3 rule 3).
- *    The pages are ordered by ascending id and a student only ever enters
- *    a selection (ids are never reused, `updated_at` only grows), so paging
- *    may see a student twice but never skips one.
+ * 3. Pages are a cursor walk (`starting_after`, the last id of the page
+ *    before): each page costs the service the same wherever it is in the
+ *    list, and ids are never reused, so a student created during the walk
+ *    is met on a later page and no page shifts. A 429 is waited out
+ *    (`Retry-After`, doubling on repeats) and the SAME page (the same
+ *    cursor) is asked again; skipping it would leave a gap (spec 4.3 rule 3).
  * 4. A run that fails stores nothing: the checkpoint stays, the next run
  *    repeats the work.
  *
@@ -91,7 +92,7 @@ const main = async () => {
   for await (const page of pages<{ readonly id: number }>(api, "/students", query, perPage)) {
     for (const student of page.data) copy.set(student.id, student)
     fetched += page.data.length
-    log({ step: "page", page: page.page, count: page.data.length, total: page.meta.total })
+    log({ step: "page", page: page.page, count: page.data.length, starting_after: page.meta.starting_after, has_more: page.meta.has_more })
   }
 
   await writeJson(copyFile, Object.fromEntries(copy))

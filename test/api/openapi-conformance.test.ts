@@ -114,6 +114,12 @@ layer(Env, { excludeTestServices: true })("the public API answers as its OpenAPI
         yield* expect(200, path, { key: read })
         yield* expect(401, path)
         yield* expect(422, `${path}${path.includes("?") ? "&" : "?"}page=1.5`, { key: read })
+        // Cursor mode (docs/decisions.md "Cursor pagination"): its meta, the first page and past the end; its 422s.
+        const and = path.includes("?") ? "&" : "?"
+        yield* expect(200, `${path}${and}starting_after=0&per_page=1`, { key: read })
+        yield* expect(200, `${path}${and}starting_after=2147483647`, { key: read })
+        yield* expect(422, `${path}${and}starting_after=-1`, { key: read })
+        yield* expect(422, `${path}${and}starting_after=0&page=2`, { key: read })
       }
       yield* expect(200, `/students/${studentId}`, { key: read })
       yield* expect(401, `/students/${studentId}`, { key: `${read}x` })

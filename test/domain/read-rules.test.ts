@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Option, Result, Schema } from "effect"
-import { ApiKey, LessonWindow, Money, Pagination, Timestamps } from "@school/domain"
+import { ApiKey, Ids, LessonWindow, Money, Pagination, Timestamps } from "@school/domain"
 
 const Total = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 20_000 }))
 const SmallPage = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 2_000 }))
@@ -49,6 +49,90 @@ describe("pagination (spec 4.1, docs/decisions.md \"Lists\")", () => {
   it.prop("per_page accepts exactly 1..100", [Schema.Int.check(Schema.isBetween({ minimum: -1000, maximum: 1000 }))], ([n]) => {
     const ok = Schema.is(Pagination.PerPage)(n)
     assert.strictEqual(ok, n >= 1 && n <= 100)
+  })
+})
+
+/** A school's ids: distinct, any order as generated (the model sorts them, as the index does). */
+const IdSet = Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: Ids.MAX_ID })))
+  .check(Schema.isMaxLength(300))
+
+/** What the cursor page's SQL does over `ids` (a sorted set): ids above the window's `after`, in order, `limit` of them. */
+const readWindow = (ids: ReadonlyArray<number>, window: { readonly after: number; readonly limit: number }) =>
+  ids.filter((id) => id > window.after).slice(0, window.limit)
+
+describe("cursor pagination (docs/decisions.md \"Cursor pagination\")", () => {
+  it.prop("a walk from starting_after=0 returns every id once, in order, in ceil(n/per_page) pages", [IdSet, Pagination.PerPage], ([raw, perPage]) => {
+    const ids = [...new Set(raw)].sort((a, b) => a - b)
+    const seen: Array<number> = []
+    let pages = 0
+    let request: Pagination.CursorRequest = { startingAfter: 0, perPage }
+    for (;;) {
+      pages++
+      const page = Pagination.cursorPage(request, readWindow(ids, Pagination.toCursorWindow(request)))
+      const meta = Pagination.cursorMeta(request, { items: page.items.map((id) => ({ id })), hasMore: page.hasMore })
+      assert.strictEqual(meta.starting_after, request.startingAfter)
+      assert.strictEqual(meta.per_page, perPage)
+      assert.isAtMost(page.items.length, perPage)
+      seen.push(...page.items)
+      if (!meta.has_more) {
+        assert.isNull(meta.next_starting_after)
+        break
+      }
+      assert.strictEqual(page.items.length, perPage)
+      assert.strictEqual(meta.next_starting_after, page.items[page.items.length - 1])
+      request = { startingAfter: meta.next_starting_after!, perPage }
+    }
+    assert.deepStrictEqual(seen, ids)
+    assert.strictEqual(pages, Math.max(1, Math.ceil(ids.length / perPage)))
+  })
+
+  it.prop("has_more is true exactly when an id above the page's last exists", [IdSet, Pagination.PerPage, Pagination.StartingAfter], ([raw, perPage, after]) => {
+    const ids = [...new Set(raw)].sort((a, b) => a - b)
+    const request = Pagination.listRequest({ starting_after: after, per_page: perPage })
+    assert.isTrue(Pagination.isCursor(request))
+    if (!Pagination.isCursor(request)) return
+    const window = Pagination.toCursorWindow(request)
+    assert.strictEqual(window.limit, perPage + 1)
+    const page = Pagination.cursorPage(request, readWindow(ids, window))
+    const above = ids.filter((id) => id > after)
+    assert.deepStrictEqual(page.items, above.slice(0, perPage))
+    assert.strictEqual(page.hasMore, above.length > perPage)
+  })
+
+  it.prop("starting_after accepts exactly the decimals of 0..2147483647", [Schema.Int.check(Schema.isBetween({ minimum: -3_000_000_000, maximum: 3_000_000_000 }))], ([n]) => {
+    const decoded = Schema.decodeUnknownOption(Pagination.StartingAfter)(String(n))
+    assert.deepStrictEqual(decoded, n >= 0 && n <= Ids.MAX_ID ? Option.some(n) : Option.none())
+  })
+
+  it.prop("starting_after refuses every other spelling", [Schema.String], ([s]) => {
+    const decoded = Schema.decodeUnknownOption(Pagination.StartingAfter)(s)
+    if (Option.isSome(decoded)) assert.strictEqual(String(decoded.value), s)
+  })
+
+  it.prop("the mode: starting_after selects the cursor; page above 1 beside it is refused, on page", [
+    Schema.optional(Pagination.Page),
+    Schema.optional(Pagination.PerPage),
+    Schema.optional(Pagination.StartingAfter)
+  ], ([page, perPage, after]) => {
+    const request = Pagination.listRequest({ page, per_page: perPage, starting_after: after })
+    assert.strictEqual(Pagination.isCursor(request), after !== undefined)
+    assert.strictEqual(request.perPage, perPage ?? 20)
+    const Query = Schema.Struct({
+      page: Schema.optional(Schema.Number),
+      starting_after: Schema.optional(Schema.Number)
+    }).check(Pagination.pageWithCursorRule)
+    const result = Schema.decodeUnknownResult(Query)({ ...(page === undefined ? {} : { page }), ...(after === undefined ? {} : { starting_after: after }) })
+    const refused = after !== undefined && page !== undefined && page > 1
+    assert.strictEqual(Result.isFailure(result), refused)
+  })
+
+  it.prop("listBody: a page answer has {page, per_page, total}; a cursor answer has no total", [IdSet, Pagination.PerPage, Total], ([raw, perPage, total]) => {
+    const items = [...new Set(raw)].sort((a, b) => a - b).slice(0, perPage).map((id) => ({ id }))
+    const paged = Pagination.listBody({ _tag: "Page", request: { page: 1, perPage }, items, total })
+    assert.deepStrictEqual(paged.meta, { page: 1, per_page: perPage, total })
+    const cursor = Pagination.listBody({ _tag: "Cursor", request: { startingAfter: 0, perPage }, items, hasMore: false })
+    assert.deepStrictEqual(cursor.meta, { per_page: perPage, starting_after: 0, has_more: false, next_starting_after: null })
+    assert.isTrue(Schema.is(Pagination.ListMeta)(paged.meta) && Schema.is(Pagination.ListMeta)(cursor.meta))
   })
 })
 

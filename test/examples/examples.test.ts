@@ -127,7 +127,14 @@ layer(TestDatabase.layer, { timeout: 120_000, excludeTestServices: true })("the 
       assert.isAtLeast(retries.length, 1, "it met a 429")
       assert.isTrue(retries.every((r) => r["status"] === 429 && Number(r["pause_ms"]) >= Number(r["retry_after"]) * 1000))
       const pages = steps.filter((s) => s["step"] === "page").map((s) => s["page"])
-      assert.deepStrictEqual(pages, Array.from({ length: 26 }, (_, i) => i + 1), "every page once, in order: none skipped")
+      // 250 students, 10 a page: 25 cursor pages, the 25th saying has_more false (no empty page after it).
+      assert.deepStrictEqual(pages, Array.from({ length: 25 }, (_, i) => i + 1), "every page once, in order: none skipped")
+      // Each page's cursor is the previous page's last id (a 429 repeated the same cursor, not the next).
+      const all = [...ids, ...legacy].sort((a, b) => a - b)
+      assert.deepStrictEqual(
+        steps.filter((s) => s["step"] === "page").map((s) => s["starting_after"]),
+        Array.from({ length: 25 }, (_, i) => (i === 0 ? 0 : all[i * 10 - 1]))
+      )
       assert.strictEqual(steps[0]?.["step"], "start", "the start time is recorded before the first page")
       assert.strictEqual(steps[0]?.["mode"], "full")
       assert.strictEqual(steps[0]?.["updated_since"], null)
@@ -167,8 +174,8 @@ layer(TestDatabase.layer, { timeout: 120_000, excludeTestServices: true })("the 
       const result = yield* run(example("fetch-client.ts"), [], { API_URL: origin, API_KEY: key }, 60_000)
       assert.strictEqual(result.code, 0, result.stdout + result.stderr)
       assert.deepStrictEqual(lines(result.stdout).slice(0, 3), [
-        "page 1: 100 students (total 130)",
-        "page 2: 30 students (total 130)",
+        "page 1: 100 students (more follow)",
+        "page 2: 30 students (the last page)",
         "130 students"
       ])
       const sql = yield* SqlClient.SqlClient

@@ -17,7 +17,7 @@ import { assert } from "@effect/vitest"
 import { Data, Effect, Schema } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
-import { Errors } from "@school/domain"
+import { Errors, Pagination } from "@school/domain"
 import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"
 import { BASE_PATH, PublicApi } from "@school/domain/api/PublicApi"
 
@@ -197,6 +197,16 @@ export const pageOf = <A>(schema: Schema.Codec<A, unknown>, reply: RawReply) =>
     data: Schema.Array(schema),
     meta: Schema.Struct({ page: Schema.Int, per_page: Schema.Int, total: Schema.Int })
   }))(reply.json, strict)
+
+/** `{ data: [<S>], meta }`, a cursor page (`starting_after`), checked strictly: its meta has no page or total. */
+export const cursorPageOf = <A>(schema: Schema.Codec<A, unknown>, reply: RawReply) =>
+  Schema.decodeUnknownSync(Schema.Struct({ data: Schema.Array(schema), meta: Pagination.CursorMeta }))(reply.json, strict)
+
+/** The total of a page-number list's meta, as the typed client decodes it (a cursor page's meta has none: a failure). */
+export const totalOf = (meta: Pagination.Meta | Pagination.CursorMeta): number => {
+  if (!("total" in meta)) assert.fail(`expected a page-number meta, got ${JSON.stringify(meta)}`)
+  return meta.total
+}
 
 /** An error reply: its status, JSON content type, code and a non-empty message; returns the envelope's `error`. */
 export const expectError = (reply: RawReply, status: number, code: string): ErrorReply["error"] => {

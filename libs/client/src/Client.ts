@@ -124,10 +124,17 @@ type Success<F> = F extends (...args: never) => Effect.Effect<infer A, infer _E,
   : never
 
 export interface ListQuery {
-  /** From 1 (default 1). */
+  /** From 1 (default 1); not above 1 with `starting_after`. */
   readonly page?: number
   /** 1..100 (default 20). */
   readonly per_page?: number
+  /**
+   * Cursor mode: the items with an id above this one (0: from the first),
+   * in id order; `meta` is then `{ per_page, starting_after, has_more,
+   * next_starting_after }`, without a total. A sync walks a list this way
+   * (docs/integrators.md "Lists and pagination").
+   */
+  readonly starting_after?: number
 }
 
 export interface ChangedQuery extends ListQuery {

@@ -10,16 +10,15 @@ import { type Ids, Models, Pagination } from "@school/domain"
 import type { LessonWindow } from "@school/domain/LessonWindow"
 import * as SqlClient from "effect/sql/SqlClient"
 import type { Statement } from "effect/sql"
-import { pageReader } from "./Paging.ts"
-import type { PageResult } from "./Paging.ts"
+import { listReader } from "./Paging.ts"
 
 export class Catalog extends Context.Service<Catalog, {
-  groups(schoolId: Ids.SchoolId, page: Pagination.PageRequest): Effect.Effect<PageResult<Models.Group>>
-  lessons(schoolId: Ids.SchoolId, window: LessonWindow, page: Pagination.PageRequest): Effect.Effect<PageResult<Models.Lesson>>
-  filials(schoolId: Ids.SchoolId, page: Pagination.PageRequest): Effect.Effect<PageResult<typeof Models.Filial.Type>>
-  subjects(schoolId: Ids.SchoolId, page: Pagination.PageRequest): Effect.Effect<PageResult<typeof Models.Subject.Type>>
-  programs(schoolId: Ids.SchoolId, page: Pagination.PageRequest): Effect.Effect<PageResult<typeof Models.Program.Type>>
-  levels(schoolId: Ids.SchoolId, page: Pagination.PageRequest): Effect.Effect<PageResult<typeof Models.Level.Type>>
+  groups(schoolId: Ids.SchoolId, page: Pagination.ListRequest): Effect.Effect<Pagination.ListResult<Models.Group>>
+  lessons(schoolId: Ids.SchoolId, window: LessonWindow, page: Pagination.ListRequest): Effect.Effect<Pagination.ListResult<Models.Lesson>>
+  filials(schoolId: Ids.SchoolId, page: Pagination.ListRequest): Effect.Effect<Pagination.ListResult<typeof Models.Filial.Type>>
+  subjects(schoolId: Ids.SchoolId, page: Pagination.ListRequest): Effect.Effect<Pagination.ListResult<typeof Models.Subject.Type>>
+  programs(schoolId: Ids.SchoolId, page: Pagination.ListRequest): Effect.Effect<Pagination.ListResult<typeof Models.Program.Type>>
+  levels(schoolId: Ids.SchoolId, page: Pagination.ListRequest): Effect.Effect<Pagination.ListResult<typeof Models.Level.Type>>
 }>()("school/persistence/Catalog") {
   static readonly layer = Layer.effect(
     Catalog,
@@ -32,28 +31,29 @@ export class Catalog extends Context.Service<Catalog, {
         table: string,
         columns: Statement.Fragment
       ) => {
-        const readPage = pageReader(sql, row)
-        return (schoolId: Ids.SchoolId, page: Pagination.PageRequest) => {
-          const { limit, offset } = Pagination.toWindow(page)
-          return readPage(
-            sql`SELECT count(*)::int AS total FROM ${sql(table)} WHERE school_id = ${schoolId}`,
-            sql`SELECT ${columns} FROM ${sql(table)} WHERE school_id = ${schoolId}
-                ORDER BY id LIMIT ${limit} OFFSET ${offset}`
+        const read = listReader(sql, row)
+        return (schoolId: Ids.SchoolId, page: Pagination.ListRequest) =>
+          read(
+            page,
+            () => sql`SELECT count(*)::int AS total FROM ${sql(table)} WHERE school_id = ${schoolId}`,
+            ({ after, limit, offset }) =>
+              sql`SELECT ${columns} FROM ${sql(table)} WHERE school_id = ${schoolId} AND ${after}
+                  ORDER BY id LIMIT ${limit} OFFSET ${offset}`
           )
-        }
       }
 
-      const readLessons = pageReader(sql, Models.Lesson)
-      const lessons = (schoolId: Ids.SchoolId, window: LessonWindow, page: Pagination.PageRequest) => {
-        const { limit, offset } = Pagination.toWindow(page)
+      const readLessons = listReader(sql, Models.Lesson)
+      const lessons = (schoolId: Ids.SchoolId, window: LessonWindow, page: Pagination.ListRequest) => {
         const filter = sql`school_id = ${schoolId}
           AND starts_at >= ${window.startsFrom}::timestamptz AND starts_at < ${window.startsBefore}::timestamptz`
         return readLessons(
-          sql`SELECT count(*)::int AS total FROM lessons WHERE ${filter}`,
-          sql`SELECT id, group_id, filial_id, teacher_id, api_ts(starts_at) AS starts_at,
-                     api_ts(ends_at) AS ends_at, topic
-              FROM lessons WHERE ${filter}
-              ORDER BY id LIMIT ${limit} OFFSET ${offset}`
+          page,
+          () => sql`SELECT count(*)::int AS total FROM lessons WHERE ${filter}`,
+          ({ after, limit, offset }) =>
+            sql`SELECT id, group_id, filial_id, teacher_id, api_ts(starts_at) AS starts_at,
+                       api_ts(ends_at) AS ends_at, topic
+                FROM lessons WHERE ${filter} AND ${after}
+                ORDER BY id LIMIT ${limit} OFFSET ${offset}`
         )
       }
 

@@ -18,7 +18,7 @@ import * as Schema from "effect/Schema"
 import * as SqlClient from "effect/sql/SqlClient"
 import { Enrollments as EnrollmentRules, Errors, type Ids, Pagination } from "@school/domain"
 import { insertEvents } from "./Outbox.ts"
-import { pageReader, type PageResult } from "./Paging.ts"
+import { listReader } from "./Paging.ts"
 
 const decodeEnrollment = Schema.decodeUnknownEffect(EnrollmentRules.Enrollment)
 
@@ -39,7 +39,7 @@ const alreadyEnrolled = (studentId: Ids.StudentId, groupId: Ids.GroupId) =>
 export class Enrollments extends Context.Service<Enrollments, {
   enroll(schoolId: Ids.SchoolId, studentId: Ids.StudentId, groupId: Ids.GroupId): Effect.Effect<EnrollmentRules.Enrollment, EnrollError>
   /** The school's active enrollments (not ended), ascending id, one page and the total. */
-  listActive(schoolId: Ids.SchoolId, page: Pagination.PageRequest): Effect.Effect<PageResult<EnrollmentRules.Enrollment>>
+  listActive(schoolId: Ids.SchoolId, page: Pagination.ListRequest): Effect.Effect<Pagination.ListResult<EnrollmentRules.Enrollment>>
 }>()("school/persistence/Enrollments") {
   static readonly layer = Layer.effect(
     Enrollments,
@@ -111,17 +111,17 @@ export class Enrollments extends Context.Service<Enrollments, {
         return yield* Effect.orDie(decodeEnrollment(rows[0]))
       })
 
-      const readPage = pageReader(sql, EnrollmentRules.Enrollment)
-      const listActive = (schoolId: Ids.SchoolId, page: Pagination.PageRequest) => {
-        const { limit, offset } = Pagination.toWindow(page)
-        // The page walks the primary key (school_id, id); the count, the partial index of active enrollments.
-        return readPage(
-          sql`SELECT count(*)::int AS total FROM enrollments WHERE school_id = ${schoolId} AND ended_at IS NULL`,
-          sql`SELECT id, student_id, group_id, api_ts(enrolled_at) AS enrolled_at
-              FROM enrollments WHERE school_id = ${schoolId} AND ended_at IS NULL
-              ORDER BY id LIMIT ${limit} OFFSET ${offset}`
+      const readPage = listReader(sql, EnrollmentRules.Enrollment)
+      // The page walks the primary key (school_id, id); the count, the partial index of active enrollments.
+      const listActive = (schoolId: Ids.SchoolId, page: Pagination.ListRequest) =>
+        readPage(
+          page,
+          () => sql`SELECT count(*)::int AS total FROM enrollments WHERE school_id = ${schoolId} AND ended_at IS NULL`,
+          ({ after, limit, offset }) =>
+            sql`SELECT id, student_id, group_id, api_ts(enrolled_at) AS enrolled_at
+                FROM enrollments WHERE school_id = ${schoolId} AND ended_at IS NULL AND ${after}
+                ORDER BY id LIMIT ${limit} OFFSET ${offset}`
         )
-      }
 
       return Enrollments.of({ enroll, listActive })
     })

@@ -40,6 +40,46 @@ export const pageReader = <S extends Schema.Constraint>(sql: SqlClient.SqlClient
     }).pipe(Effect.orDie)
 }
 
+/** The window a list's page fragment is built on: an id lower bound (a fragment over `id`), a limit and an offset. */
+export interface ListWindow {
+  /** `id > <cursor>` in cursor mode, `TRUE` in page mode: AND it into the WHERE. */
+  readonly after: Statement.Fragment
+  readonly limit: number
+  readonly offset: number
+}
+
+/**
+ * A reader of a public list in either mode (libs/domain Pagination), built
+ * once per repository. Page mode runs the count and the page in one round
+ * trip (`pageReader`). Cursor mode runs the page alone over `id > cursor`
+ * with one row more than the page (`has_more`) and no OFFSET: no count, and
+ * the same cost at the millionth row as at the first. `page` builds the
+ * page's statement from its window; it must order by id and apply `after`,
+ * `limit` and `offset`. `count` is a thunk, built only in page mode.
+ */
+export const listReader = <S extends Schema.Constraint>(sql: SqlClient.SqlClient, row: S) => {
+  const readPage = pageReader(sql, row)
+  const decodeItems = Schema.decodeUnknownEffect(Schema.Array(row))
+  return (
+    request: Pagination.ListRequest,
+    count: () => Statement.Fragment,
+    page: (window: ListWindow) => Statement.Fragment
+  ): Effect.Effect<Pagination.ListResult<S["Type"]>, never, S["DecodingServices"]> => {
+    if (Pagination.isCursor(request)) {
+      const { after, limit } = Pagination.toCursorWindow(request)
+      return sql`${page({ after: sql`id > ${after}`, limit, offset: 0 })}`.pipe(
+        Effect.flatMap(decodeItems),
+        Effect.map((rows) => ({ _tag: "Cursor" as const, request, ...Pagination.cursorPage(request, rows) })),
+        Effect.orDie
+      )
+    }
+    const { limit, offset } = Pagination.toWindow(request)
+    return readPage(count(), page({ after: sql`TRUE`, limit, offset })).pipe(
+      Effect.map(({ items, total }) => ({ _tag: "Page" as const, request, items, total }))
+    )
+  }
+}
+
 /**
  * The `count` fragment of an unfiltered list of a counted table (students,
  * payments; migration 0300): the school's row count, read in O(1).
@@ -63,19 +103,23 @@ export const updatedSinceFilter = (
     ? sql`school_id = ${schoolId}`
     : sql`school_id = ${schoolId} AND updated_at >= ${updatedSince}::timestamptz`
 
-/** A list request of a table clients sync from (spec 4.3 rule 4): a page, and `updated_since` when given. */
+/** A list request of a table clients sync from (spec 4.3 rule 4): a page or a cursor, and `updated_since` when given. */
 export interface SyncedListRequest {
-  readonly page: Pagination.PageRequest
+  readonly page: Pagination.ListRequest
   /** An instant already validated by the API (libs/domain Timestamps). */
   readonly updatedSince?: string | undefined
 }
 
 /**
- * A reader of pages of a school's `table` in id order, optionally filtered
- * by `updated_since` (students, payments): the total is the kept row count
- * when unfiltered, else a count of the matches; the page is a deferred join,
- * so the offset walks ids only (an index-only scan) and `columns` (over the
- * alias `t`) are formatted for the page's rows alone.
+ * A reader of a school's `table` in id order, optionally filtered by
+ * `updated_since` (students, payments). Page mode: the total is the kept row
+ * count when unfiltered, else a count of the matches; the page is a deferred
+ * join, so the offset walks ids only (an index-only scan) and `columns`
+ * (over the alias `t`) are formatted for the page's rows alone. Cursor mode:
+ * the same join over `id > cursor`, no count: with `updated_since` the
+ * matches are still read in id order, so a walk is exact and stable while
+ * rows change (a row updated during the walk is either met ahead of the
+ * cursor or caught by the next run's `updated_since`).
  */
 export const syncedListReader = <S extends Schema.Constraint>(
   sql: SqlClient.SqlClient,
@@ -83,19 +127,21 @@ export const syncedListReader = <S extends Schema.Constraint>(
   table: "students" | "payments",
   columns: Statement.Fragment
 ) => {
-  const readPage = pageReader(sql, row)
+  const read = listReader(sql, row)
   const from = sql(table)
   return (schoolId: Ids.SchoolId, { page, updatedSince }: SyncedListRequest) => {
-    const { limit, offset } = Pagination.toWindow(page)
     const filter = updatedSinceFilter(sql, schoolId, updatedSince)
-    return readPage(
-      updatedSince === undefined
-        ? countedTotal(sql, table, schoolId)
-        : sql`SELECT count(*)::int AS total FROM ${from} WHERE ${filter}`,
-      sql`SELECT ${columns}
-          FROM (SELECT id FROM ${from} WHERE ${filter} ORDER BY id LIMIT ${limit} OFFSET ${offset}) ids
-          JOIN ${from} t ON t.school_id = ${schoolId} AND t.id = ids.id
-          ORDER BY t.id`
+    return read(
+      page,
+      () =>
+        updatedSince === undefined
+          ? countedTotal(sql, table, schoolId)
+          : sql`SELECT count(*)::int AS total FROM ${from} WHERE ${filter}`,
+      ({ after, limit, offset }) =>
+        sql`SELECT ${columns}
+            FROM (SELECT id FROM ${from} WHERE ${filter} AND ${after} ORDER BY id LIMIT ${limit} OFFSET ${offset}) ids
+            JOIN ${from} t ON t.school_id = ${schoolId} AND t.id = ids.id
+            ORDER BY t.id`
     )
   }
 }

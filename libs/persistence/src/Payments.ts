@@ -3,7 +3,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import { type Ids, Models, Money } from "@school/domain"
+import { type Ids, Models, Money, type Pagination } from "@school/domain"
 import * as SqlClient from "effect/sql/SqlClient"
 import { type SyncedListRequest, syncedListReader } from "./Paging.ts"
 
@@ -13,10 +13,7 @@ const PaymentRow = Schema.Struct({
 })
 
 export class Payments extends Context.Service<Payments, {
-  list(schoolId: Ids.SchoolId, request: SyncedListRequest): Effect.Effect<{
-    readonly items: ReadonlyArray<Models.Payment>
-    readonly total: number
-  }>
+  list(schoolId: Ids.SchoolId, request: SyncedListRequest): Effect.Effect<Pagination.ListResult<Models.Payment>>
 }>()("school/persistence/Payments") {
   static readonly layer = Layer.effect(
     Payments,

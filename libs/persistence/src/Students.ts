@@ -7,7 +7,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { type Ids, Models, Money } from "@school/domain"
+import { type Ids, Models, Money, type Pagination } from "@school/domain"
 import * as SqlClient from "effect/sql/SqlClient"
 import { type SyncedListRequest, syncedListReader } from "./Paging.ts"
 
@@ -25,10 +25,7 @@ const decodeCard = Schema.decodeUnknownEffect(StudentCardRow)
 export type ListStudents = SyncedListRequest
 
 export class Students extends Context.Service<Students, {
-  list(schoolId: Ids.SchoolId, request: ListStudents): Effect.Effect<{
-    readonly items: ReadonlyArray<Models.StudentListItem>
-    readonly total: number
-  }>
+  list(schoolId: Ids.SchoolId, request: ListStudents): Effect.Effect<Pagination.ListResult<Models.StudentListItem>>
   get(schoolId: Ids.SchoolId, id: Ids.StudentId): Effect.Effect<Option.Option<Models.StudentCard>>
 }>()("school/persistence/Students") {
   static readonly layer = Layer.effect(

@@ -7,17 +7,14 @@ import { type Ids, LessonWindow, Pagination } from "@school/domain"
 import { CurrentKey } from "@school/domain/api/Middleware"
 import { PublicApi } from "@school/domain/api/PublicApi"
 import { Catalog } from "@school/persistence/Catalog"
-import type { PageResult } from "@school/persistence/Paging"
-
-type PageQuery = { readonly page?: number | undefined; readonly per_page?: number | undefined }
 
 /** A paginated list of one school: the whole handler, given which catalog list to read. */
-const listOf = <A>(read: (schoolId: Ids.SchoolId, page: Pagination.PageRequest) => Effect.Effect<PageResult<A>>) =>
-  Effect.fnUntraced(function*({ query }: { readonly query: PageQuery }) {
+const listOf = <A extends { readonly id: number }>(
+  read: (schoolId: Ids.SchoolId, page: Pagination.ListRequest) => Effect.Effect<Pagination.ListResult<A>>
+) =>
+  Effect.fnUntraced(function*({ query }: { readonly query: Pagination.ListQuery }) {
     const { schoolId } = yield* CurrentKey
-    const page = Pagination.pageRequest(query)
-    const { items, total } = yield* read(schoolId, page)
-    return { data: items, meta: Pagination.meta(page, total) }
+    return Pagination.listBody(yield* read(schoolId, Pagination.listRequest(query)))
   })
 
 export const GroupsHandlersNoDeps = HttpApiBuilder.group(

@@ -28,9 +28,7 @@ export const EnrollmentListHandlersNoDeps = HttpApiBuilder.group(
     const enrollments = yield* Enrollments
     return handlers.handle("list", Effect.fnUntraced(function*({ query }) {
       const { schoolId } = yield* CurrentKey
-      const page = Pagination.pageRequest(query)
-      const { items, total } = yield* enrollments.listActive(schoolId, page)
-      return { data: items, meta: Pagination.meta(page, total) }
+      return Pagination.listBody(yield* enrollments.listActive(schoolId, Pagination.listRequest(query)))
     }))
   })
 )

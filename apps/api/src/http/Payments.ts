@@ -13,9 +13,8 @@ export const PaymentsHandlersNoDeps = HttpApiBuilder.group(
     const payments = yield* Payments
     return handlers.handle("list", Effect.fnUntraced(function*({ query }) {
       const { schoolId } = yield* CurrentKey
-      const page = Pagination.pageRequest(query)
-      const { items, total } = yield* payments.list(schoolId, { page, updatedSince: query.updated_since })
-      return { data: items, meta: Pagination.meta(page, total) }
+      const page = Pagination.listRequest(query)
+      return Pagination.listBody(yield* payments.list(schoolId, { page, updatedSince: query.updated_since }))
     }))
   })
 )

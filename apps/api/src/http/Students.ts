@@ -15,9 +15,8 @@ export const StudentsHandlersNoDeps = HttpApiBuilder.group(
     return handlers
       .handle("list", Effect.fnUntraced(function*({ query }) {
         const { schoolId } = yield* CurrentKey
-        const page = Pagination.pageRequest(query)
-        const { items, total } = yield* students.list(schoolId, { page, updatedSince: query.updated_since })
-        return { data: items, meta: Pagination.meta(page, total) }
+        const page = Pagination.listRequest(query)
+        return Pagination.listBody(yield* students.list(schoolId, { page, updatedSince: query.updated_since }))
       }))
       .handle("get", Effect.fnUntraced(function*({ params }) {
         const { schoolId } = yield* CurrentKey

@@ -18,7 +18,7 @@ import { StudentIdFromPath } from "../Ids.ts"
 import * as Leads from "../Leads.ts"
 import { IsoDate } from "../LessonWindow.ts"
 import * as Models from "../Models.ts"
-import { Meta, Page, PerPage } from "../Pagination.ts"
+import { ListMeta, Page, pageWithCursorRule, PerPage, StartingAfter } from "../Pagination.ts"
 import { IsoInstant } from "../Timestamps.ts"
 import { Authentication, readStack, writeStack } from "./Middleware.ts"
 import {
@@ -36,14 +36,21 @@ import {
 
 export const BASE_PATH = "/api/public/v1"
 
-const list = <S extends Schema.Top>(item: S) => Schema.Struct({ data: Schema.Array(item), meta: Meta })
+const list = <S extends Schema.Top>(item: S) => Schema.Struct({ data: Schema.Array(item), meta: ListMeta })
 const single = <S extends Schema.Top>(item: S) => Schema.Struct({ data: item })
 const created = <S extends Schema.Top>(item: S) => single(item).pipe(HttpApiSchema.status(201))
 
 const pagination = {
-  page: Schema.optional(Page).annotate({ description: "Page number, from 1 (default 1)" }),
-  per_page: Schema.optional(PerPage).annotate({ description: "Items per page, 1..100 (default 20)" })
+  page: Schema.optional(Page).annotate({ description: "Page number, from 1 (default 1). Not above 1 together with starting_after" }),
+  per_page: Schema.optional(PerPage).annotate({ description: "Items per page, 1..100 (default 20)" }),
+  starting_after: Schema.optional(StartingAfter).annotate({
+    description:
+      "Cursor mode: the items with an id above this one, in id order (0: from the first). The cost of a page does not grow with its position; meta then holds per_page, starting_after, has_more and next_starting_after (the next page's cursor, null on the last page), and no total"
+  })
 }
+
+/** A list's query (its fields spread `pagination`), with the rule across the pagination parameters (`pageWithCursorRule`). */
+const listQuery = <F extends Schema.Struct.Fields>(fields: F) => Schema.Struct(fields).check(pageWithCursorRule)
 
 const updatedSince = Schema.optional(IsoInstant).annotate({
   description:
@@ -56,7 +63,7 @@ const writeHeaders = { "idempotency-key": Idempotency.IdempotencyKey }
 export class StudentsGroup extends readStack(
   HttpApiGroup.make("students").add(
     HttpApiEndpoint.get("list", "/students", {
-      query: { ...pagination, updated_since: updatedSince },
+      query: listQuery({ ...pagination, updated_since: updatedSince }),
       success: list(Models.StudentListItem)
     }).annotate(OpenApi.Summary, "List students"),
     HttpApiEndpoint.get("get", "/students/:id", {
@@ -70,7 +77,7 @@ export class StudentsGroup extends readStack(
 export class PaymentsGroup extends readStack(
   HttpApiGroup.make("payments").add(
     HttpApiEndpoint.get("list", "/payments", {
-      query: { ...pagination, updated_since: updatedSince },
+      query: listQuery({ ...pagination, updated_since: updatedSince }),
       success: list(Models.Payment)
     }).annotate(OpenApi.Summary, "List payments (amounts in whole kopecks)")
   )
@@ -79,7 +86,7 @@ export class PaymentsGroup extends readStack(
 export class GroupsGroup extends readStack(
   HttpApiGroup.make("groups").add(
     HttpApiEndpoint.get("list", "/groups", {
-      query: pagination,
+      query: listQuery(pagination),
       success: list(Models.Group)
     }).annotate(OpenApi.Summary, "List groups with capacity and free places")
   )
@@ -88,11 +95,11 @@ export class GroupsGroup extends readStack(
 export class LessonsGroup extends readStack(
   HttpApiGroup.make("lessons").add(
     HttpApiEndpoint.get("list", "/lessons", {
-      query: {
+      query: listQuery({
         from: IsoDate.annotate({ description: "First day (YYYY-MM-DD, inclusive, UTC)" }),
         to: IsoDate.annotate({ description: "Last day (YYYY-MM-DD, inclusive, UTC); at most 92 days after from" }),
         ...pagination
-      },
+      }),
       success: list(Models.Lesson),
       error: [Errors.InvalidWindow.envelope, Errors.WindowTooLarge.envelope]
     }).annotate(OpenApi.Summary, "List lessons starting in a window of days")
@@ -101,13 +108,13 @@ export class LessonsGroup extends readStack(
 
 export class ReferenceGroup extends readStack(
   HttpApiGroup.make("reference").add(
-    HttpApiEndpoint.get("filials", "/filials", { query: pagination, success: list(Models.Filial) })
+    HttpApiEndpoint.get("filials", "/filials", { query: listQuery(pagination), success: list(Models.Filial) })
       .annotate(OpenApi.Summary, "List filials (branches)"),
-    HttpApiEndpoint.get("subjects", "/subjects", { query: pagination, success: list(Models.Subject) })
+    HttpApiEndpoint.get("subjects", "/subjects", { query: listQuery(pagination), success: list(Models.Subject) })
       .annotate(OpenApi.Summary, "List subjects"),
-    HttpApiEndpoint.get("programs", "/programs", { query: pagination, success: list(Models.Program) })
+    HttpApiEndpoint.get("programs", "/programs", { query: listQuery(pagination), success: list(Models.Program) })
       .annotate(OpenApi.Summary, "List programs"),
-    HttpApiEndpoint.get("levels", "/levels", { query: pagination, success: list(Models.Level) })
+    HttpApiEndpoint.get("levels", "/levels", { query: listQuery(pagination), success: list(Models.Level) })
       .annotate(OpenApi.Summary, "List levels")
   )
 ) {}
@@ -162,7 +169,7 @@ export class EnrollmentsGroup extends writeStack(
 export class EnrollmentListGroup extends readStack(
   HttpApiGroup.make("enrollmentList").add(
     HttpApiEndpoint.get("list", "/enrollments", {
-      query: pagination,
+      query: listQuery(pagination),
       success: list(Enrollments.Enrollment)
     }).annotate(OpenApi.Summary, "List the school's active enrollments (who is in which group)")
   )
