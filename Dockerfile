@@ -1,7 +1,8 @@
 # One image for the API, the dispatcher and the one-shot migrate; the command picks the process
 # (docs/operations.md "Container image"):
-#   node apps/api/src/main.ts          the API on PORT (the default command)
-#   node apps/dispatcher/src/main.ts   the webhook dispatcher, its health routes on DISPATCHER_PORT
+#   node --max-semi-space-size=8 apps/api/src/main.ts   the API on PORT (the default command)
+#   node --max-semi-space-size=8 apps/dispatcher/src/main.ts   the webhook dispatcher, its health routes on DISPATCHER_PORT
+# (the flag: libs/runtime/src/NodeFlags.ts)
 #   node apps/cli/src/migrate.ts       applies the pending migrations to DATABASE_URL and exits
 # Node 24 runs the TypeScript sources directly (type stripping): there is no build step, so the
 # first stage only installs the production dependencies. test/ops checks this file and replays it.
@@ -34,4 +35,4 @@ COPY libs libs
 COPY apps apps
 USER node
 EXPOSE 3000 3001
-CMD ["node", "apps/api/src/main.ts"]
+CMD ["node", "--max-semi-space-size=8", "apps/api/src/main.ts"]

@@ -26,6 +26,7 @@ import {
   documentedSettings,
   isIgnored,
   loadCompose,
+  nodeCommand,
   parseDockerfile,
   parseDockerignore,
   publishedTargets,
@@ -99,10 +100,11 @@ const composeProblems = (compose: ComposeFile): ReadonlyArray<string> => {
     if (service.build === undefined) continue
     // Built from this repository's image: a command of the image, documented settings only.
     const command = argv(service.command)
-    if (command[0] !== "node" || command[1] === undefined) {
+    const { file } = nodeCommand(command)
+    if (command[0] !== "node" || file === undefined) {
       problems.push(`${name}: command ${JSON.stringify(command)} is not node <file>`)
-    } else if (!Fs.existsSync(Path.join(repoRoot, command[1])) || isIgnored(ignore, command[1])) {
-      problems.push(`${name}: command names ${command[1]}, which is not in the image`)
+    } else if (!Fs.existsSync(Path.join(repoRoot, file)) || isIgnored(ignore, file)) {
+      problems.push(`${name}: command names ${file}, which is not in the image`)
     }
     for (const variable of Object.keys(serviceEnv(service))) {
       if (!settings.has(variable)) problems.push(`${name}: ${variable} is not a setting in docs/operations.md "Settings"`)

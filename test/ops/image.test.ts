@@ -41,6 +41,7 @@ import {
   type Image,
   isIgnored,
   loadCompose,
+  nodeCommand,
   parseCopy,
   parseDockerfile,
   parseDockerignore,
@@ -89,7 +90,8 @@ const dockerfileProblems = (dockerfile: string, dockerignore: string = readRepoF
     if (isIgnored(ignore, source)) problems.push(`COPY ${source}: excluded by .dockerignore`)
   }
   const cmd = final.instructions.filter((i) => i.keyword === "CMD").map((i) => words(i.args)).pop() ?? []
-  if (cmd[0] !== "node" || cmd[1] === undefined || !Fs.existsSync(Path.join(repoRoot, cmd[1]))) {
+  const cmdFile = nodeCommand(cmd).file
+  if (cmd[0] !== "node" || cmdFile === undefined || !Fs.existsSync(Path.join(repoRoot, cmdFile))) {
     problems.push(`CMD ${JSON.stringify(cmd)}: not node <a file of the repository>`)
   }
   return problems

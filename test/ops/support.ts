@@ -351,6 +351,12 @@ export const serviceEnv = (service: Service): Record<string, string> => {
 export const argv = (command: string | ReadonlyArray<string> | undefined): ReadonlyArray<string> =>
   command === undefined ? [] : typeof command === "string" ? words(command) : command.map(interpolate)
 
+/** A `node …` command split into its Node flags and the file it runs (the first argument that is not a flag). */
+export const nodeCommand = (command: ReadonlyArray<string>): { readonly flags: ReadonlyArray<string>; readonly file: string | undefined } => {
+  const at = command.findIndex((arg, i) => i > 0 && !arg.startsWith("-"))
+  return at === -1 ? { flags: command.slice(1), file: undefined } : { flags: command.slice(1, at), file: command[at] }
+}
+
 /** The container ports a service publishes. */
 export const publishedTargets = (service: Service): ReadonlyArray<number> =>
   (service.ports ?? []).map((port) => {

@@ -27,6 +27,7 @@ import { anySchool } from "@school/persistence/Schools"
 import { runMigrations } from "@school/persistence/Migrations"
 import * as Sql from "@school/persistence/Sql"
 import * as ChildProcesses from "@school/runtime/ChildProcesses"
+import { PROCESS_NODE_FLAGS } from "@school/runtime/NodeFlags"
 import { isVerbose, type LogFormat } from "@school/runtime/Logging"
 import { runMain } from "@school/runtime/Main"
 import { Settings } from "@school/runtime/Settings"
@@ -156,7 +157,7 @@ const startChild = (name: string, path: string, env: NodeJS.ProcessEnv, logForma
   return ChildProcesses.spawn({
     name,
     command: process.execPath,
-    args: [path],
+    args: [...PROCESS_NODE_FLAGS, path],
     env,
     processGroup: true,
     stdout: forwardTo(process.stdout, prefix),
