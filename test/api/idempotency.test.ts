@@ -17,6 +17,7 @@ import { dataOf, expectError, type RawReply, type RawRequest, V1 } from "../supp
 import * as Fixtures from "../support/Fixtures.ts"
 import { count, funnel } from "../support/Fixtures.ts"
 import * as Logs from "../support/Logs.ts"
+import { holdLock, waitForBlockedSession } from "../support/Locks.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
 import { TestServer } from "../support/TestServer.ts"
 
@@ -70,32 +71,6 @@ const sameBytes = (a: RawReply, b: RawReply) => assert.strictEqual(Buffer.compar
 
 const leadCount = Effect.flatMap(World, (world) => count("leads", world.schoolA))
 const eventCount = Effect.flatMap(World, (world) => count("outbox_events", world.schoolA))
-
-/** Holds `LOCK TABLE <table> IN EXCLUSIVE MODE` in its own transaction until `release` completes. */
-const holdLock = Effect.fnUntraced(function*(table: "leads", release: Deferred.Deferred<void>) {
-  const sql = yield* SqlClient.SqlClient
-  const locked = yield* Deferred.make<void>()
-  const fiber = yield* Effect.forkChild(sql.withTransaction(Effect.gen(function*() {
-    yield* sql.unsafe(`LOCK TABLE ${table} IN EXCLUSIVE MODE`)
-    yield* Deferred.succeed(locked, undefined)
-    yield* Deferred.await(release)
-  })).pipe(Effect.orDie))
-  yield* Deferred.await(locked)
-  return fiber
-})
-
-/** Waits until a session is blocked on a lock (the request reached its INSERT). */
-const waitForBlockedSession = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  for (let i = 0; i < 200; i++) {
-    const rows = yield* sql<{ n: number }>`
-      SELECT count(*)::int AS n FROM pg_stat_activity
-      WHERE datname = current_database() AND wait_event_type = 'Lock'`
-    if ((rows[0]?.n ?? 0) > 0) return
-    yield* Effect.sleep(Duration.millis(10))
-  }
-  return yield* Effect.die(new Error("no request blocked on the lock"))
-}).pipe(Effect.orDie)
 
 layer(Env, { excludeTestServices: true })("idempotency", (it) => {
   describe("the header (spec 7.2)", () => {
@@ -318,7 +293,7 @@ layer(Env, { excludeTestServices: true })("idempotency", (it) => {
         const release = yield* Deferred.make<void>()
         const lock = yield* holdLock("leads", release)
         const first = yield* Effect.forkChild(post("/leads", { key: world.writeKey, idempotencyKey: key, body: { phone: "12345" } }))
-        yield* waitForBlockedSession
+        yield* waitForBlockedSession(200)
         const started = Date.now()
         const repeat = yield* post("/leads", { key: world.writeKey2, idempotencyKey: key, body: { phone: "12345" } })
         const waited = Date.now() - started
@@ -344,7 +319,7 @@ layer(Env, { excludeTestServices: true })("idempotency", (it) => {
         const release = yield* Deferred.make<void>()
         const lock = yield* holdLock("leads", release)
         const first = yield* Effect.forkChild(post("/leads", { key: world.writeKey, idempotencyKey: key, body: { phone: "12345" } }))
-        yield* waitForBlockedSession
+        yield* waitForBlockedSession(200)
         const repeat = yield* Effect.forkChild(post("/leads", { key: world.writeKey, idempotencyKey: key, body: { phone: "12345" } }))
         yield* Effect.sleep(Duration.millis(WAIT_MS / 4))
         yield* Deferred.succeed(release, undefined)
@@ -370,7 +345,7 @@ layer(Env, { excludeTestServices: true })("idempotency", (it) => {
           signal: abort.signal
         }).pipe(Effect.match({ onSuccess: () => "answered", onFailure: () => "aborted" }))
         const first = yield* Effect.forkChild(gone)
-        yield* waitForBlockedSession
+        yield* waitForBlockedSession(200)
         abort.abort()
         assert.strictEqual(yield* Fiber.join(first), "aborted")
         yield* Deferred.succeed(release, undefined)
@@ -420,7 +395,7 @@ layer(Env, { excludeTestServices: true })("idempotency", (it) => {
         const release = yield* Deferred.make<void>()
         const lock = yield* holdLock("leads", release)
         const first = yield* Effect.forkChild(post("/leads", { key: world.writeKey, idempotencyKey: key, body: { phone: "11111" } }))
-        yield* waitForBlockedSession
+        yield* waitForBlockedSession(200)
         // The first attempt is now "older than 60 s".
         yield* sql`UPDATE idempotency_keys SET claimed_at = now() - interval '61 seconds'
                    WHERE school_id = ${world.schoolA} AND key = ${key}`

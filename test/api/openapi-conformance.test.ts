@@ -13,12 +13,12 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Deferred, Duration, Effect, Fiber, Layer, Option } from "effect"
-import { SqlClient } from "effect/sql"
 import { OPENAPI_PATH } from "@school/api/Server"
 import { MAX_BODY_BYTES } from "@school/api/Server"
 import { type RawReply, type RawRequest, V1 } from "../support/Clients.ts"
 import * as Fixtures from "../support/Fixtures.ts"
 import { openApiDocument } from "../support/OpenApiDocument.ts"
+import { holdLock, waitForBlockedSession } from "../support/Locks.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
 import { TestServer } from "../support/TestServer.ts"
 
@@ -42,29 +42,6 @@ const NOT_PRODUCIBLE = (operation: string) => [`${operation} 500`, `${operation}
 const READS = ["/students", "/payments", "/groups", "/enrollments", "/lessons?from=2026-01-01&to=2026-01-31", "/filials", "/subjects", "/programs", "/levels"]
 
 /** Holds an exclusive lock on `leads` until `release`, so a lead's write waits inside its operation. */
-const holdLeadsLock = Effect.fnUntraced(function*(release: Deferred.Deferred<void>) {
-  const sql = yield* SqlClient.SqlClient
-  const locked = yield* Deferred.make<void>()
-  const fiber = yield* Effect.forkChild(sql.withTransaction(Effect.gen(function*() {
-    yield* sql`LOCK TABLE leads IN EXCLUSIVE MODE`
-    yield* Deferred.succeed(locked, undefined)
-    yield* Deferred.await(release)
-  })).pipe(Effect.orDie))
-  yield* Deferred.await(locked)
-  return fiber
-})
-
-const waitForBlockedSession = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  for (let i = 0; i < 300; i++) {
-    const rows = yield* sql<{ n: number }>`
-      SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`
-    if ((rows[0]?.n ?? 0) > 0) return
-    yield* Effect.sleep(Duration.millis(10))
-  }
-  return yield* Effect.die(new Error("no request blocked on the lock"))
-}).pipe(Effect.orDie)
-
 let keys = 0
 const freshKey = () => `conformance-${Date.now()}-${keys++}`
 
@@ -178,9 +155,9 @@ layer(Env, { excludeTestServices: true })("the public API answers as its OpenAPI
       {
         const idempotencyKey = freshKey()
         const release = yield* Deferred.make<void>()
-        const lock = yield* holdLeadsLock(release)
+        const lock = yield* holdLock("leads", release)
         const first = yield* Effect.forkChild(server.raw.post(`${V1}/leads`, { key: write, idempotencyKey, body: { phone: "12345" } }))
-        yield* waitForBlockedSession
+        yield* waitForBlockedSession(300)
         yield* expect(409, "/leads", { method: "POST", key: write, idempotencyKey, body: { phone: "12345" } })
         yield* Deferred.succeed(release, undefined)
         yield* Fiber.join(lock)
