@@ -12,29 +12,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { runMigrations } from "@school/persistence/Migrations"
 import * as Sql from "@school/persistence/Sql"
 import { Effect } from "effect"
-import { startDispatcher } from "../support/Processes.ts"
+import { httpGet, pollUntil, startDispatcher } from "../support/Processes.ts"
 import { startReceiver } from "../support/Receivers.ts"
 import { restartableDatabase } from "../support/RestartableDatabase.ts"
 import * as T from "./support.ts"
-
-const status = (url: string) =>
-  Effect.promise(async () => {
-    try {
-      return (await fetch(url)).status
-    } catch {
-      return 0
-    }
-  })
-
-const until = (url: string, expected: number, deadline: number) =>
-  Effect.gen(function*() {
-    const started = Date.now()
-    while (true) {
-      const got = yield* status(url)
-      if (got === expected || Date.now() - started > deadline) return got
-      yield* Effect.sleep("100 millis")
-    }
-  })
 
 describe("the dispatcher with the database away", () => {
   it.live("keeps running, not ready while away; resumes and delivers once it is back", () =>
@@ -62,8 +43,8 @@ describe("the dispatcher with the database away", () => {
       yield* receiver.waitFor(1)
 
       yield* first.stop
-      assert.strictEqual(yield* until(`${health}/ready`, 503, 10_000), 503)
-      assert.strictEqual(yield* status(`${health}/live`), 200)
+      assert.strictEqual((yield* pollUntil(`${health}/ready`, (status) => status === 503, 10_000, 100)).status, 503)
+      assert.strictEqual((yield* httpGet(`${health}/live`)).status, 200)
       yield* Effect.sleep("1500 millis")
       assert.match(dispatcher.log(), /the database does not answer/)
 
@@ -71,7 +52,7 @@ describe("the dispatcher with the database away", () => {
       yield* T.leads(schoolId, 1, "After").pipe(withDatabase(second.url))
       const received = yield* receiver.waitFor(2, 20_000)
       assert.match(received[1]?.body ?? "", /After 1/)
-      assert.strictEqual(yield* until(`${health}/ready`, 200, 10_000), 200)
+      assert.strictEqual((yield* pollUntil(`${health}/ready`, (status) => status === 200, 10_000, 100)).status, 200)
       assert.match(dispatcher.log(), /the database answers again/)
     }).pipe(Effect.scoped), 120_000)
 })

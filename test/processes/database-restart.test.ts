@@ -17,32 +17,10 @@ import { freePort } from "@school/runtime/Ports"
 import { Effect } from "effect"
 import { errorOf, rawClient, V1 } from "../support/Clients.ts"
 import * as Fixtures from "../support/Fixtures.ts"
-import { startApi, startDispatcher } from "../support/Processes.ts"
+import { httpGet, pollUntil, startApi, startDispatcher } from "../support/Processes.ts"
 import { ok, startReceiver, status } from "../support/Receivers.ts"
 import { restartableDatabase } from "../support/RestartableDatabase.ts"
 import * as T from "../dispatcher/support.ts"
-
-/** GET `url`: its status and body, or status 0 when nothing answers. */
-const get = (url: string) =>
-  Effect.promise(async () => {
-    try {
-      const response = await fetch(url)
-      return { status: response.status, body: await response.text() }
-    } catch {
-      return { status: 0, body: "" }
-    }
-  })
-
-/** Polls `url` until it answers `expected`, or `deadline` ms pass; the last answer. */
-const until = (url: string, expected: number, deadline: number) =>
-  Effect.gen(function*() {
-    const started = Date.now()
-    while (true) {
-      const answer = yield* get(url)
-      if (answer.status === expected || Date.now() - started > deadline) return answer
-      yield* Effect.sleep("100 millis")
-    }
-  })
 
 /** Waits until `check` holds (fails the test after `deadline` ms). */
 const waitUntil = (what: string, check: () => boolean, deadline: number) =>
@@ -107,8 +85,8 @@ describe("PostgreSQL restarts under the API and the dispatcher", () => {
       yield* waitUntil("three first attempts", () => seen.size === 3, 10_000)
       yield* first.stop
 
-      assert.deepStrictEqual(yield* until(apiReady, 503, 10_000), { status: 503, body: JSON.stringify(NOT_READY) })
-      assert.deepStrictEqual(yield* until(dispatcherReady, 503, 10_000), { status: 503, body: JSON.stringify(NOT_READY) })
+      assert.deepStrictEqual(yield* pollUntil(apiReady, (status) => status === 503, 10_000, 100), { status: 503, body: JSON.stringify(NOT_READY) })
+      assert.deepStrictEqual(yield* pollUntil(dispatcherReady, (status) => status === 503, 10_000, 100), { status: 503, body: JSON.stringify(NOT_READY) })
       const away = yield* api.get(`${V1}/students`, key)
       assert.strictEqual(away.status, 503, away.text)
       assert.match(away.headers.get("retry-after") ?? "", /^[1-9]\d*$/)
@@ -119,13 +97,13 @@ describe("PostgreSQL restarts under the API and the dispatcher", () => {
       assert.strictEqual(accepted.size, 0, "nothing was accepted before the outage")
       // Away long enough for the retries (1 s) to fall due and for the delivery loop to meet the outage.
       yield* Effect.sleep("2500 millis")
-      assert.strictEqual((yield* get(`http://127.0.0.1:${dispatcher.port}/health/live`)).status, 200)
-      assert.strictEqual((yield* get(`http://127.0.0.1:${apiPort}/health/live`)).status, 200)
+      assert.strictEqual((yield* httpGet(`http://127.0.0.1:${dispatcher.port}/health/live`)).status, 200)
+      assert.strictEqual((yield* httpGet(`http://127.0.0.1:${apiPort}/health/live`)).status, 200)
 
       // The same data on the same port: the processes find it again by themselves.
       yield* startDatabase
-      assert.strictEqual((yield* until(apiReady, 200, 15_000)).status, 200)
-      assert.strictEqual((yield* until(dispatcherReady, 200, 15_000)).status, 200)
+      assert.strictEqual((yield* pollUntil(apiReady, (status) => status === 200, 15_000, 100)).status, 200)
+      assert.strictEqual((yield* pollUntil(dispatcherReady, (status) => status === 200, 15_000, 100)).status, 200)
       const after = ["After 1", "After 2"]
       for (const name of after) {
         const created = yield* writeLead(name)

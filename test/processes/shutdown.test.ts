@@ -21,7 +21,7 @@ import { Effect } from "effect"
 import * as Http from "node:http"
 import { rawClient, V1 } from "../support/Clients.ts"
 import * as Fixtures from "../support/Fixtures.ts"
-import { startApi } from "../support/Processes.ts"
+import { httpGet, pollUntil, startApi } from "../support/Processes.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
 
 interface Answer {
@@ -59,28 +59,6 @@ const slowUpload = (port: number, path: string, headers: Record<string, string>,
   return { answer, finish: () => request.end(body.slice(head)) }
 }
 
-/** GET `url`: its status and body, or status 0 when the connection is refused or reset. */
-const get = (url: string) =>
-  Effect.promise(async () => {
-    try {
-      const response = await fetch(url)
-      return { status: response.status, body: await response.text() }
-    } catch {
-      return { status: 0, body: "" }
-    }
-  })
-
-/** Polls `url` until `accept` holds of its answer, or `deadline` ms pass; the last answer. */
-const until = (url: string, accept: (status: number) => boolean, deadline: number) =>
-  Effect.gen(function*() {
-    const started = Date.now()
-    while (true) {
-      const answer = yield* get(url)
-      if (accept(answer.status) || Date.now() - started > deadline) return answer
-      yield* Effect.sleep("25 millis")
-    }
-  })
-
 /** A kept-alive connection that has served one request and now idles. */
 const idleConnection = (port: number) =>
   Effect.promise(() =>
@@ -109,7 +87,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("the API process on SIG
       const port = yield* Effect.orDie(freePort)
       const base = `http://127.0.0.1:${port}`
       const api = yield* startApi(database.url, port, { SHUTDOWN_DELAY: "1500ms" })
-      assert.deepStrictEqual(yield* get(`${base}/health/ready`), { status: 200, body: `{"status":"ready"}` })
+      assert.deepStrictEqual(yield* httpGet(`${base}/health/ready`), { status: 200, body: `{"status":"ready"}` })
 
       yield* idleConnection(port)
       const body = JSON.stringify({ phone: "+7 900 111-22-33", name: "Slow upload" })
@@ -121,17 +99,17 @@ layer(TestDatabase.layer, { excludeTestServices: true })("the API process on SIG
       // A second SIGTERM (an impatient operator) changes nothing.
       yield* Effect.sleep("50 millis")
       api.stop()
-      const ready = yield* until(`${base}/health/ready`, (status) => status !== 200, 1_000)
+      const ready = yield* pollUntil(`${base}/health/ready`, (status) => status !== 200, 1_000, 25)
       assert.strictEqual(ready.status, 503, ready.body)
       assert.deepStrictEqual(JSON.parse(ready.body), SHUTTING_DOWN)
       assert.isBelow(Date.now() - signalled, 1_000, "readiness turns at once")
       // Everything else is still served during the delay.
-      assert.deepStrictEqual(yield* get(`${base}/health/live`), { status: 200, body: `{"status":"ok"}` })
+      assert.deepStrictEqual(yield* httpGet(`${base}/health/live`), { status: 200, body: `{"status":"ok"}` })
       const students = yield* rawClient(base).get(`${V1}/students`, key)
       assert.strictEqual(students.status, 200, students.text)
 
       // After the delay: no new connections.
-      const refused = yield* until(`${base}/health/live`, (status) => status === 0, 5_000)
+      const refused = yield* pollUntil(`${base}/health/live`, (status) => status === 0, 5_000, 25)
       assert.strictEqual(refused.status, 0, "new connections are refused after the delay")
       assert.isAtLeast(Date.now() - signalled, 1_400, "not before SHUTDOWN_DELAY")
 

@@ -106,6 +106,28 @@ export const runUntil = <A>(
     return { ...end, ...output, becameReady, result }
   })
 
+/** GET `url`: its status and body, or status 0 when nothing answers (the connection refused or reset). */
+export const httpGet = (url: string) =>
+  Effect.promise(async () => {
+    try {
+      const response = await fetch(url)
+      return { status: response.status, body: await response.text() }
+    } catch {
+      return { status: 0, body: "" }
+    }
+  })
+
+/** Polls `url` every `everyMs` until `accept` holds of its status, or `deadlineMs` pass; the last answer. */
+export const pollUntil = (url: string, accept: (status: number) => boolean, deadlineMs: number, everyMs: number) =>
+  Effect.gen(function*() {
+    const started = Date.now()
+    while (true) {
+      const answer = yield* httpGet(url)
+      if (accept(answer.status) || Date.now() - started > deadlineMs) return answer
+      yield* Effect.sleep(everyMs)
+    }
+  })
+
 /** The non-empty lines of a text. */
 export const lines = (text: string): ReadonlyArray<string> => text.split("\n").filter((line) => line.trim() !== "")
 
