@@ -35,20 +35,14 @@ const deliveriesBy: Record<DeliveryOutcome, Metric.Counter<number>> = {
   failed: deliveries("failed")
 }
 
-/** One counter per result, made on first use: the results are a fixed, small set. */
-const attemptsBy = new Map<string, Metric.Counter<number>>()
-const attempts = (result: string) => {
-  let counter = attemptsBy.get(result)
-  if (counter === undefined) {
-    counter = Metric.counter("webhook_attempts_total", {
-      description: "Delivery attempts, by result: the receiver's status class (2xx, 4xx, ...) or the journal's error kind.",
-      attributes: { result },
-      incremental: true
-    })
-    attemptsBy.set(result, counter)
-  }
-  return counter
-}
+/** One counter per result: the results are a fixed, small set. */
+const attempts = Metrics.seriesBy((result: string) =>
+  Metric.counter("webhook_attempts_total", {
+    description: "Delivery attempts, by result: the receiver's status class (2xx, 4xx, ...) or the journal's error kind.",
+    attributes: { result },
+    incremental: true
+  })
+)
 
 const attemptDuration = Metric.histogram("webhook_attempt_duration_seconds", {
   description: "Time from the start of an attempt to the receiver's answer (or its failure).",

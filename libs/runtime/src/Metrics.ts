@@ -52,9 +52,26 @@ const REQUESTS_HELP = "HTTP requests answered, by method, route template and sta
 const DURATION = "http_server_request_duration_seconds"
 const DURATION_HELP = "Time from the request's arrival to its answer, by method and route template."
 
+/**
+ * One metric per label value, made on first use and kept: the values are a
+ * fixed, small set, so the series stay bounded, and an update is a map
+ * lookup with the attributes bound at construction (no allocation).
+ */
+export const seriesBy = <K, M>(make: (key: K) => M): (key: K) => M => {
+  const made = new Map<K, M>()
+  return (key) => {
+    let found = made.get(key)
+    if (found === undefined) {
+      found = make(key)
+      made.set(key, found)
+    }
+    return found
+  }
+}
+
 interface RouteSeries {
   readonly duration: Metric.Histogram<number>
-  readonly byStatus: Map<number, Metric.Counter<number>>
+  readonly byStatus: (status: number) => Metric.Counter<number>
 }
 
 /**
@@ -63,39 +80,25 @@ interface RouteSeries {
  * `(no route)`), so the series stay bounded.
  */
 export const makeHttpRecorder = () => {
-  const series = new Map<string, Map<string, RouteSeries>>()
-  const routeSeries = (method: string, route: string): RouteSeries => {
-    let byMethod = series.get(route)
-    if (byMethod === undefined) {
-      byMethod = new Map()
-      series.set(route, byMethod)
-    }
-    let found = byMethod.get(method)
-    if (found === undefined) {
-      found = {
-        duration: Metric.histogram(DURATION, {
-          description: DURATION_HELP,
-          boundaries: LATENCY_BUCKETS,
-          attributes: { method: methodLabel(method), route }
-        }),
-        byStatus: new Map()
-      }
-      byMethod.set(method, found)
-    }
-    return found
-  }
+  const routeSeries = seriesBy((route: string) =>
+    seriesBy((method: string): RouteSeries => ({
+      duration: Metric.histogram(DURATION, {
+        description: DURATION_HELP,
+        boundaries: LATENCY_BUCKETS,
+        attributes: { method: methodLabel(method), route }
+      }),
+      byStatus: seriesBy((status: number) =>
+        Metric.counter(REQUESTS, {
+          description: REQUESTS_HELP,
+          attributes: { method: methodLabel(method), route, status: String(status) },
+          incremental: true
+        })
+      )
+    }))
+  )
   return (context: Context.Context<never>, method: string, route: string, status: number, seconds: number): void => {
-    const found = routeSeries(method, route)
-    let counter = found.byStatus.get(status)
-    if (counter === undefined) {
-      counter = Metric.counter(REQUESTS, {
-        description: REQUESTS_HELP,
-        attributes: { method: methodLabel(method), route, status: String(status) },
-        incremental: true
-      })
-      found.byStatus.set(status, counter)
-    }
-    counter.updateUnsafe(1, context)
+    const found = routeSeries(route)(method)
+    found.byStatus(status).updateUnsafe(1, context)
     found.duration.updateUnsafe(seconds, context)
   }
 }
