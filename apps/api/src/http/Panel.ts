@@ -72,7 +72,12 @@ export const PANEL_HEADERS: Readonly<Record<string, string>> = {
   "permissions-policy": "camera=(), microphone=(), geolocation=()"
 }
 
-const panelDirectory = new URL("../panel/", import.meta.url)
+/**
+ * The panel's files, found through this package's export (apps/api/package.json "./panel/*")
+ * rather than relative to this module: the production bundle (apps/cli/src/build.ts) runs from
+ * apps/api/dist/, the sources from apps/api/src/http/, and both resolve the same directory.
+ */
+const panelDirectory = new URL("./", import.meta.resolve("@school/api/panel/index.html"))
 
 /** One file's response: its bytes, ETag and headers; 304 when the browser already has this version. */
 const serveFile = (file: string, contentType: string) => {
