@@ -1,11 +1,12 @@
 # One image for the API, the dispatcher and the one-shot migrate; the command picks the process
 # (docs/operations.md "Container image"):
-#   node --max-semi-space-size=8 apps/api/src/main.ts   the API on PORT (the default command)
-#   node --max-semi-space-size=8 apps/dispatcher/src/main.ts   the webhook dispatcher, its health routes on DISPATCHER_PORT
-# (the flag: libs/runtime/src/NodeFlags.ts)
+#   node --max-semi-space-size=8 apps/api/dist/main.js   the API on PORT (the default command)
+#   node --max-semi-space-size=8 apps/dispatcher/dist/main.js   the webhook dispatcher, its health routes on DISPATCHER_PORT
+# (the flags: libs/runtime/src/NodeFlags.ts)
 #   node apps/cli/src/migrate.ts       applies the pending migrations to DATABASE_URL and exits
-# Node 24 runs the TypeScript sources directly (type stripping): there is no build step, so the
-# first stage only installs the production dependencies. test/ops checks this file and replays it.
+# The API and the dispatcher run as bundles of plain JavaScript, built in a stage of their own
+# (apps/cli/src/build.ts; why: docs/decisions.md "Compiled processes"); migrate runs its
+# TypeScript source directly (Node 24's type stripping). test/ops checks this file and replays it.
 
 # Stage 1: production dependencies. Every workspace's package.json (package.json "workspaces") is
 # copied before npm ci: npm silently skips a workspace whose folder is missing, and the image would
@@ -24,7 +25,27 @@ COPY apps/cli/package.json apps/cli/
 COPY test/package.json test/
 RUN npm ci --omit=dev --no-audit --no-fund
 
-# Stage 2: what runs. The files belong to root; the processes run as the unprivileged `node` user
+# Stage 2: the bundles. The build tool (rolldown) is a devDependency, so this stage installs
+# everything, without install scripts (none is needed to bundle); none of it reaches the image
+# but the two dist/ directories.
+FROM node:24-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY libs/domain/package.json libs/domain/
+COPY libs/persistence/package.json libs/persistence/
+COPY libs/runtime/package.json libs/runtime/
+COPY libs/local-postgres/package.json libs/local-postgres/
+COPY libs/client/package.json libs/client/
+COPY apps/api/package.json apps/api/
+COPY apps/dispatcher/package.json apps/dispatcher/
+COPY apps/cli/package.json apps/cli/
+COPY test/package.json test/
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY libs libs
+COPY apps apps
+RUN node apps/cli/src/build.ts
+
+# Stage 3: what runs. The files belong to root; the processes run as the unprivileged `node` user
 # of the base image and write nothing (logs go to stderr).
 FROM node:24-slim
 WORKDIR /app
@@ -33,6 +54,8 @@ COPY package.json ./
 COPY --from=dependencies /app/node_modules node_modules
 COPY libs libs
 COPY apps apps
+COPY --from=build /app/apps/api/dist apps/api/dist
+COPY --from=build /app/apps/dispatcher/dist apps/dispatcher/dist
 USER node
 EXPOSE 3000 3001
-CMD ["node", "--max-semi-space-size=8", "apps/api/src/main.ts"]
+CMD ["node", "--max-semi-space-size=8", "apps/api/dist/main.js"]

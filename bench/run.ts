@@ -21,7 +21,8 @@ import * as Database from "./lib/Database.ts"
 import * as Datasets from "./lib/Datasets.ts"
 import { runScenario, type ScenarioResult } from "./lib/Harness.ts"
 import * as Machine from "./lib/Machine.ts"
-import { API_MAIN, REPO_ROOT, RESULTS_DIR, scriptNodeFlags } from "./lib/Paths.ts"
+import { buildBundles } from "../apps/cli/src/build.ts"
+import { REPO_ROOT, RESULTS_DIR, scriptCommand } from "./lib/Paths.ts"
 import * as Processes from "./lib/Processes.ts"
 import * as Report from "./lib/Report.ts"
 import type { DatasetName, RunSettings, ScenarioContext, Starters, Target } from "./lib/Scenario.ts"
@@ -74,6 +75,14 @@ const program = Effect.gen(function*() {
   const placement = Machine.place(machine.cpus)
   yield* say(`machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}`)
   yield* say(placement.note)
+  // The API and the dispatcher run as `npm run start:api` / `start:dispatcher` run them: their
+  // bundles (apps/cli/src/build.ts), built from this checkout before anything starts.
+  const buildMs = yield* Effect.tryPromise({
+    try: () => buildBundles(),
+    catch: (error) => Processes.benchError(`build failed: ${error instanceof Error ? error.message : String(error)}`)
+  })
+  yield* say(`built the API and dispatcher bundles in ${Math.round(buildMs)} ms`)
+  const apiCommand = scriptCommand("start:api")
 
   const databaseUrl = Option.fromNullishOr(process.env["DATABASE_URL"]).pipe(Option.filter((url) => url.trim() !== ""))
   yield* say(Option.isSome(databaseUrl) ? "PostgreSQL: DATABASE_URL" : "PostgreSQL: embedded, temporary directory")
@@ -117,7 +126,7 @@ const program = Effect.gen(function*() {
     const server = serverWith([])
     return {
       api: (env) =>
-        serverWith(scriptNodeFlags("start:api", "apps/api/src/main.ts"))("api", API_MAIN, { readyPath: "/health/live", ...(env === undefined ? {} : { env }) }),
+        serverWith(apiCommand.nodeFlags)("api", apiCommand.main, { readyPath: "/health/live", ...(env === undefined ? {} : { env }) }),
       server,
       loop: (name, script, env) =>
         Effect.map(

@@ -42,7 +42,7 @@ import * as WebhookSecret from "@school/domain/WebhookSecret"
 import * as Signature from "@school/domain/WebhookSignature"
 import { freePort } from "@school/runtime/Ports"
 import type { DeliverPayload } from "../peer/graphile-worker.ts"
-import { BARE_DISPATCH, DISPATCHER_MAIN, GRAPHILE_WORKER, RESULTS_DIR, scriptNodeFlags } from "../lib/Paths.ts"
+import { BARE_DISPATCH, GRAPHILE_WORKER, RESULTS_DIR, scriptCommand } from "../lib/Paths.ts"
 import { benchError, type BenchError, startServer } from "../lib/Processes.ts"
 import { figuresOf, ms, ratio, type Scenario, type Target, throughputGoal, times } from "../lib/Scenario.ts"
 import { percentile, type RoundFigures } from "../lib/Stats.ts"
@@ -209,9 +209,9 @@ export const dispatcher: Scenario = {
         Effect.flatMap(freePort, (port) =>
           startServer({
             name: `dispatcher-${name}`,
-            script: DISPATCHER_MAIN,
-            // As `npm run start:dispatcher` runs it.
-            nodeFlags: scriptNodeFlags("start:dispatcher", "apps/dispatcher/src/main.ts"),
+            // As `npm run start:dispatcher` runs it: the bundle (built by the harness first), its flags.
+            script: scriptCommand("start:dispatcher").main,
+            nodeFlags: scriptCommand("start:dispatcher").nodeFlags,
             port,
             readyPath: "/health/live",
             placement: context.placement,

@@ -19,19 +19,16 @@ import { Ajv } from "ajv"
 import { Effect } from "effect"
 import * as Fs from "node:fs"
 import { createRequire } from "node:module"
-import * as Path from "node:path"
 import {
   argv,
   type ComposeFile,
   documentedSettings,
-  isIgnored,
+  inImage,
   loadCompose,
   nodeCommand,
   parseDockerfile,
-  parseDockerignore,
   publishedTargets,
   readRepoFile,
-  repoRoot,
   type Service,
   serviceEnv,
   stageEnv,
@@ -73,7 +70,6 @@ const composeProblems = (compose: ComposeFile): ReadonlyArray<string> => {
   const problems: Array<string> = []
   const { services } = compose
   const settings = documentedSettings()
-  const ignore = parseDockerignore(readRepoFile(".dockerignore"))
   const imageEnv = image().env
   for (const name of ["postgres", "migrate", "api", "dispatcher"]) {
     if (services[name] === undefined) problems.push(`no service ${name}`)
@@ -103,7 +99,7 @@ const composeProblems = (compose: ComposeFile): ReadonlyArray<string> => {
     const { file } = nodeCommand(command)
     if (command[0] !== "node" || file === undefined) {
       problems.push(`${name}: command ${JSON.stringify(command)} is not node <file>`)
-    } else if (!Fs.existsSync(Path.join(repoRoot, file)) || isIgnored(ignore, file)) {
+    } else if (!inImage(file)) {
       problems.push(`${name}: command names ${file}, which is not in the image`)
     }
     for (const variable of Object.keys(serviceEnv(service))) {

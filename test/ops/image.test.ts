@@ -23,6 +23,7 @@
  *   makes a process fail here.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
+import { BUNDLES } from "@school/cli/build"
 import * as Sql from "@school/persistence/Sql"
 import { Context, Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -39,6 +40,7 @@ import {
   composeDuration,
   type ComposeFile,
   type Image,
+  inImage,
   isIgnored,
   loadCompose,
   nodeCommand,
@@ -46,7 +48,6 @@ import {
   parseDockerfile,
   parseDockerignore,
   readRepoFile,
-  repoRoot,
   type Service,
   serviceEnv,
   stages,
@@ -89,10 +90,22 @@ const dockerfileProblems = (dockerfile: string, dockerignore: string = readRepoF
   for (const source of all.flatMap((stage) => stage.instructions.filter((i) => i.keyword === "COPY").map((i) => parseCopy(i.args))).filter((copy) => copy.from === undefined).flatMap((copy) => copy.sources)) {
     if (isIgnored(ignore, source)) problems.push(`COPY ${source}: excluded by .dockerignore`)
   }
+  // The bundles: built by a stage that runs the build, and copied from it into the final stage.
+  const buildStage = all.find((stage) => stage.instructions.some((i) => i.keyword === "RUN" && words(i.args).join(" ") === "node apps/cli/src/build.ts"))
+  if (buildStage === undefined || buildStage === final) {
+    problems.push("no stage of its own runs node apps/cli/src/build.ts (the bundles)")
+  } else {
+    for (const bundle of BUNDLES) {
+      const dir = Path.posix.dirname(bundle.output)
+      if (!finalCopies.some((copy) => copy.from === buildStage.name && copy.sources.some((s) => s.replace(/\/$/, "").endsWith(dir)))) {
+        problems.push(`final stage: does not take ${dir} from the build stage`)
+      }
+    }
+  }
   const cmd = final.instructions.filter((i) => i.keyword === "CMD").map((i) => words(i.args)).pop() ?? []
   const cmdFile = nodeCommand(cmd).file
-  if (cmd[0] !== "node" || cmdFile === undefined || !Fs.existsSync(Path.join(repoRoot, cmdFile))) {
-    problems.push(`CMD ${JSON.stringify(cmd)}: not node <a file of the repository>`)
+  if (cmd[0] !== "node" || cmdFile === undefined || !inImage(cmdFile)) {
+    problems.push(`CMD ${JSON.stringify(cmd)}: not node <a file of the image>`)
   }
   return problems
 }
@@ -108,6 +121,11 @@ describe("Dockerfile", () => {
     Effect.sync(() => {
       const text = readRepoFile("Dockerfile")
       const without = (pattern: RegExp) => text.split("\n").filter((line) => !pattern.test(line)).join("\n")
+      // Every FROM but the first dropped: one stage holding all the instructions.
+      const singleStage = (dockerfile: string) => {
+        let seen = false
+        return dockerfile.split("\n").filter((line) => !/^FROM /.test(line) || (!seen && (seen = true))).join("\n")
+      }
       const broken: ReadonlyArray<[string, string] | [string, string, string]> = [
         ["final stage: runs as root (no USER)", without(/^USER /)],
         ["final stage: runs as root,", text.replace(/^USER .*$/m, "USER root")],
@@ -116,10 +134,13 @@ describe("Dockerfile", () => {
         ["libs/runtime/package.json: not copied before npm ci", without(/libs\/runtime\/package\.json/)],
         ["test/package.json: not copied before npm ci", without(/^COPY test\/package\.json/)],
         ["FROM node:22-slim: not a node:24 image", text.replace(/FROM node:24-slim AS/, "FROM node:22-slim AS")],
-        ["not multi-stage", text.replace(/\nFROM node:24-slim\n/, "\n").replace(/^COPY --from=.*$/m, "")],
+        ["not multi-stage", singleStage(text)],
+        ["no stage of its own runs node apps/cli/src/build.ts", without(/^RUN node apps\/cli\/src\/build\.ts/)],
+        ["final stage: does not take apps/dispatcher/dist from the build stage", without(/^COPY --from=build \/app\/apps\/dispatcher\/dist/)],
         ["final stage: does not take node_modules", without(/^COPY --from=/)],
         ["COPY test/package.json: excluded by .dockerignore", text, readRepoFile(".dockerignore").replace("!test/package.json", "")],
-        ["CMD", text.replace(/^CMD .*$/m, `CMD ["node", "apps/api/src/server.ts"]`)]
+        ["CMD", text.replace(/^CMD .*$/m, `CMD ["node", "apps/api/src/server.ts"]`)],
+        ["CMD", text.replace(/^CMD .*$/m, `CMD ["node", "apps/api/dist/server.js"]`)]
       ]
       for (const [expected, dockerfile, dockerignore] of broken) {
         const problems = dockerfileProblems(dockerfile, dockerignore)

@@ -2,8 +2,10 @@
  * The long-running processes run with the same Node flags wherever they are
  * started (libs/runtime/src/NodeFlags.ts): `npm run start:api` and
  * `start:dispatcher`, `npm start`'s children, the image's default command
- * and the compose services. The benchmark starts the API with
- * `start:api`'s flags, so what it measures is what runs.
+ * and the compose services. The benchmark starts the API and the dispatcher
+ * with those scripts' flags and files (bench/lib/Paths.ts `scriptCommand`), so
+ * what it measures is what runs. The scripts, the image and compose run the
+ * bundles (apps/cli/src/build.ts); `npm start` runs the sources.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { PROCESS_NODE_FLAGS } from "@school/runtime/NodeFlags"
@@ -14,18 +16,23 @@ const scripts: Record<string, string> = JSON.parse(readRepoFile("package.json"))
 describe("Node flags of the API and the dispatcher", () => {
   it("package.json's start scripts, the image's command and the compose services carry exactly PROCESS_NODE_FLAGS", () => {
     assert.isAbove(PROCESS_NODE_FLAGS.length, 0)
-    for (const [script, file] of [["start:api", "apps/api/src/main.ts"], ["start:dispatcher", "apps/dispatcher/src/main.ts"]] as const) {
+    for (const [script, file] of [["start:api", "apps/api/dist/main.js"], ["start:dispatcher", "apps/dispatcher/dist/main.js"]] as const) {
       const command = words(scripts[script] ?? "").filter((word) => word !== "exec")
       assert.deepStrictEqual(nodeCommand(command), { flags: PROCESS_NODE_FLAGS, file }, script)
     }
     const final = stages(parseDockerfile(readRepoFile("Dockerfile"))).at(-1)
     const cmd = final?.instructions.filter((i) => i.keyword === "CMD").map((i) => words(i.args)).pop() ?? []
-    assert.deepStrictEqual(nodeCommand(cmd), { flags: PROCESS_NODE_FLAGS, file: "apps/api/src/main.ts" }, "Dockerfile CMD")
+    assert.deepStrictEqual(nodeCommand(cmd), { flags: PROCESS_NODE_FLAGS, file: "apps/api/dist/main.js" }, "Dockerfile CMD")
     // Its shape is checked against the Compose Specification in compose.test.ts.
     const services = (loadCompose() as ComposeFile).services
-    for (const [name, file] of [["api", "apps/api/src/main.ts"], ["dispatcher", "apps/dispatcher/src/main.ts"]] as const) {
+    for (const [name, file] of [["api", "apps/api/dist/main.js"], ["dispatcher", "apps/dispatcher/dist/main.js"]] as const) {
       assert.deepStrictEqual(nodeCommand(argv(services[name]?.command)), { flags: PROCESS_NODE_FLAGS, file }, `compose ${name}`)
     }
+  })
+
+  it("npm run start:api and start:dispatcher build the bundles first", () => {
+    assert.strictEqual(scripts["prestart:api"], "node apps/cli/src/build.ts")
+    assert.strictEqual(scripts["prestart:dispatcher"], "node apps/cli/src/build.ts")
   })
 
   it("npm start passes them to its children", () => {

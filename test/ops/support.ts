@@ -9,9 +9,11 @@
  * stage's filesystem is a directory, `COPY` copies from the repository (what
  * `.dockerignore` leaves of it) or from an earlier stage, `RUN npm ci …` runs
  * npm with the Node that runs the tests (the pinned Node 24, as in
- * `node:24-slim`). The base image's own files are not there, and need not be:
+ * `node:24-slim`), and `RUN node <file> …` runs that file with it (the
+ * build stage's bundler, apps/cli/src/build.ts). The base image's own files are not there, and need not be:
  * the processes find everything they load under the image's WORKDIR.
  */
+import { BUNDLES } from "@school/cli/build"
 import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -217,7 +219,7 @@ const copyFromContext = (rules: ReadonlyArray<IgnoreRule>, source: string, targe
 /**
  * Replays `Dockerfile` (with `.dockerignore`) into `into`: one directory per
  * stage standing for its `/`. Supports FROM, WORKDIR, COPY (context or
- * `--from`), ENV, USER, EXPOSE, CMD and `RUN npm ci …`; anything else fails,
+ * `--from`), ENV, USER, EXPOSE, CMD, `RUN npm ci …` and `RUN node <file> …`; anything else fails,
  * so a new instruction is noticed here.
  */
 export const buildImage = (into: string): Image => {
@@ -257,14 +259,17 @@ export const buildImage = (into: string): Image => {
         }
         case "RUN": {
           const command = words(args)
-          if (command[0] !== "npm" || command[1] !== "ci") throw new Error(`line ${line}: the replay runs only "npm ci", not: ${args}`)
           const started = Date.now()
-          execFileSync(process.execPath, [npmCli(), ...command.slice(1)], {
-            cwd: here("."),
-            stdio: ["ignore", "pipe", "pipe"],
-            env: { ...process.env, ...stageEnv(stage), npm_config_update_notifier: "false" },
-            timeout: 120_000
-          })
+          const run = (argv: ReadonlyArray<string>, timeout: number) =>
+            execFileSync(process.execPath, [...argv], {
+              cwd: here("."),
+              stdio: ["ignore", "pipe", "pipe"],
+              env: { ...process.env, ...stageEnv(stage), npm_config_update_notifier: "false" },
+              timeout
+            })
+          if (command[0] === "npm" && command[1] === "ci") run([npmCli(), ...command.slice(1)], 240_000)
+          else if (command[0] === "node" && command.length > 1) run(command.slice(1), 60_000)
+          else throw new Error(`line ${line}: the replay runs only "npm ci" and "node <file>", not: ${args}`)
           runs.push({ command: args, ms: Date.now() - started })
           break
         }
@@ -356,6 +361,15 @@ export const nodeCommand = (command: ReadonlyArray<string>): { readonly flags: R
   const at = command.findIndex((arg, i) => i > 0 && !arg.startsWith("-"))
   return at === -1 ? { flags: command.slice(1), file: undefined } : { flags: command.slice(1, at), file: command[at] }
 }
+
+/**
+ * Whether the image holds `file` (a path from the WORKDIR): a file of the repository that
+ * .dockerignore lets through, or one of the bundles its build stage makes (apps/cli/src/build.ts
+ * BUNDLES; the Dockerfile check holds the final stage to copying them).
+ */
+export const inImage = (file: string): boolean =>
+  BUNDLES.some((bundle) => bundle.output === file) ||
+  (Fs.existsSync(Path.join(repoRoot, file)) && !isIgnored(parseDockerignore(readRepoFile(".dockerignore")), file))
 
 /** The container ports a service publishes. */
 export const publishedTargets = (service: Service): ReadonlyArray<number> =>

@@ -12,7 +12,10 @@ export const entryPoints = {
   cli: fileURLToPath(new URL("../../apps/cli/src/main.ts", import.meta.url)),
   migrate: fileURLToPath(new URL("../../apps/cli/src/migrate.ts", import.meta.url)),
   dispatcher: fileURLToPath(new URL("../../apps/dispatcher/src/main.ts", import.meta.url)),
-  start: fileURLToPath(new URL("../../apps/cli/src/start.ts", import.meta.url))
+  start: fileURLToPath(new URL("../../apps/cli/src/start.ts", import.meta.url)),
+  /** The production bundles (apps/cli/src/build.ts); they exist once a test or `npm run build` built them. */
+  apiBundle: fileURLToPath(new URL("../../apps/api/dist/main.js", import.meta.url)),
+  dispatcherBundle: fileURLToPath(new URL("../../apps/dispatcher/dist/main.js", import.meta.url))
 } as const
 
 export interface Finished {
@@ -145,10 +148,15 @@ export interface RunningApi {
  * (plus `env`); resolves once it listens. On release: SIGTERM, and waits for
  * the exit. A process that dies before listening fails with its output.
  */
-export const startApi = (databaseUrl: string, port: number, env: Readonly<Record<string, string>> = {}) =>
+export const startApi = (
+  databaseUrl: string,
+  port: number,
+  env: Readonly<Record<string, string>> = {},
+  script: string = entryPoints.api
+) =>
   Effect.acquireRelease(
     Effect.callback<RunningApi, Error>((resume) => {
-      const child = spawn(process.execPath, [entryPoints.api], {
+      const child = spawn(process.execPath, [script], {
         env: environment({ DATABASE_URL: databaseUrl, PORT: String(port), HOST: "127.0.0.1", LOG_FORMAT: "json", ...env }),
         stdio: ["ignore", "pipe", "pipe"]
       })
@@ -186,10 +194,14 @@ export interface RunningDispatcher {
  * its health routes on a free port; resolves once it says it is ready. On
  * release: SIGTERM unless it already exited, and waits for the exit.
  */
-export const startDispatcher = (databaseUrl: string, env: Readonly<Record<string, string>> = {}) =>
+export const startDispatcher = (
+  databaseUrl: string,
+  env: Readonly<Record<string, string>> = {},
+  script: string = entryPoints.dispatcher
+) =>
   Effect.acquireRelease(
     Effect.callback<RunningDispatcher, Error>((resume) => {
-      const child = spawn(process.execPath, [entryPoints.dispatcher], {
+      const child = spawn(process.execPath, [script], {
         env: environment({ DATABASE_URL: databaseUrl, DISPATCHER_PORT: "0", HOST: "127.0.0.1", LOG_FORMAT: "json", ...env }),
         stdio: ["ignore", "pipe", "pipe"]
       })

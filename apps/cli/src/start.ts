@@ -39,6 +39,8 @@ import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 
 const script = (path: string) => fileURLToPath(new URL(path, import.meta.url))
+// The sources, not the bundles `npm run start:api` runs (apps/cli/src/build.ts): a local run
+// picks up an edit without a build, and an install without devDependencies has no bundler.
 const CHILDREN = [
   { name: "api", script: script("../../api/src/main.ts") },
   { name: "dispatcher", script: script("../../dispatcher/src/main.ts") }
