@@ -25,21 +25,10 @@ COPY apps/cli/package.json apps/cli/
 COPY test/package.json test/
 RUN npm ci --omit=dev --no-audit --no-fund
 
-# Stage 2: the bundles. The build tool (rolldown) is a devDependency, so this stage installs
-# everything, without install scripts (none is needed to bundle); none of it reaches the image
-# but the two dist/ directories.
-FROM node:24-slim AS build
-WORKDIR /app
-COPY package.json package-lock.json ./
-COPY libs/domain/package.json libs/domain/
-COPY libs/persistence/package.json libs/persistence/
-COPY libs/runtime/package.json libs/runtime/
-COPY libs/local-postgres/package.json libs/local-postgres/
-COPY libs/client/package.json libs/client/
-COPY apps/api/package.json apps/api/
-COPY apps/dispatcher/package.json apps/dispatcher/
-COPY apps/cli/package.json apps/cli/
-COPY test/package.json test/
+# Stage 2: the bundles, on top of stage 1 (its package files). The build tool (rolldown) is a
+# devDependency, so this stage installs everything, without install scripts (none is needed to
+# bundle); none of it reaches the image but the two dist/ directories.
+FROM dependencies AS build
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY libs libs
 COPY apps apps

@@ -65,9 +65,10 @@ const dockerfileProblems = (dockerfile: string, dockerignore: string = readRepoF
   const workspaces: ReadonlyArray<string> = (JSON.parse(readRepoFile("package.json")) as { workspaces: ReadonlyArray<string> }).workspaces
   const final = all[all.length - 1]
   if (all.length < 2 || final === undefined) return ["not multi-stage: fewer than two FROM"]
-  for (const stage of all) {
-    if (!/^node:24([.-]|$)/.test(stage.base)) problems.push(`FROM ${stage.base}: not a node:24 image`)
-  }
+  all.forEach((stage, index) => {
+    const earlierStage = all.slice(0, index).some((earlier) => earlier.name === stage.base)
+    if (!earlierStage && !/^node:24([.-]|$)/.test(stage.base)) problems.push(`FROM ${stage.base}: not a node:24 image`)
+  })
   const users = final.instructions.filter((i) => i.keyword === "USER")
   const user = users[users.length - 1]?.args.trim().split(":")[0]
   if (user === undefined || user === "root" || user === "0") problems.push(`final stage: runs as ${user ?? "root (no USER)"}, not an unprivileged user`)

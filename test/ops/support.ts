@@ -6,7 +6,8 @@
  * settings table of docs/operations.md.
  *
  * `buildImage` replays the Dockerfile into a temporary directory: each
- * stage's filesystem is a directory, `COPY` copies from the repository (what
+ * stage's filesystem is a directory (a copy of an earlier stage's when it is
+ * `FROM` that stage), `COPY` copies from the repository (what
  * `.dockerignore` leaves of it) or from an earlier stage, `RUN npm ci …` runs
  * npm with the Node that runs the tests (the pinned Node 24, as in
  * `node:24-slim`), and `RUN node <file> …` runs that file with it (the
@@ -228,12 +229,16 @@ export const buildImage = (into: string): Image => {
   const roots = new Map<string, string>()
   const runs: Array<{ command: string; ms: number }> = []
   let image: Image | undefined
+  const workdirs = new Map<string, string>()
   all.forEach((stage, index) => {
     const root = Path.join(into, `stage-${index}`)
     Fs.mkdirSync(root, { recursive: true })
+    // FROM an earlier stage: its files and its WORKDIR, as Docker starts from that stage's image.
+    const baseRoot = roots.get(stage.base)
+    if (baseRoot !== undefined) Fs.cpSync(baseRoot, root, { recursive: true, verbatimSymlinks: true })
     roots.set(String(index), root)
     if (stage.name !== undefined) roots.set(stage.name, root)
-    let workdir = "/"
+    let workdir = workdirs.get(stage.base) ?? "/"
     let user: string | undefined
     let cmd: ReadonlyArray<string> = []
     for (const { args, keyword, line } of stage.instructions) {
@@ -288,6 +293,8 @@ export const buildImage = (into: string): Image => {
           throw new Error(`line ${line}: the replay does not know ${keyword}`)
       }
     }
+    workdirs.set(String(index), workdir)
+    if (stage.name !== undefined) workdirs.set(stage.name, workdir)
     image = { workdir: Path.join(root, workdir), env: stageEnv(stage), cmd, user, runs }
   })
   if (image === undefined) throw new Error("Dockerfile: no stage")
