@@ -1,7 +1,7 @@
 # One image for the API, the dispatcher and the one-shot migrate; the command picks the process
 # (docs/operations.md "Container image"):
 #   node --max-semi-space-size=8 --heap-growing-percent=30 apps/api/dist/main.js   the API on PORT (the default command)
-#   node --max-semi-space-size=8 --heap-growing-percent=30 apps/dispatcher/dist/main.js   the webhook dispatcher, its health routes on DISPATCHER_PORT
+#   node --max-semi-space-size=8 --heap-growing-percent=50 apps/dispatcher/dist/main.js   the webhook dispatcher, its health routes on DISPATCHER_PORT
 # (the flags: libs/runtime/src/NodeFlags.ts)
 #   node apps/cli/src/migrate.ts       applies the pending migrations to DATABASE_URL and exits
 # The API and the dispatcher run as bundles of plain JavaScript, built in a stage of their own

@@ -8,25 +8,26 @@
  * bundles (apps/cli/src/build.ts); `npm start` runs the sources.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { PROCESS_NODE_FLAGS } from "@school/runtime/NodeFlags"
+import { NODE_FLAGS } from "@school/runtime/NodeFlags"
 import { argv, type ComposeFile, loadCompose, nodeCommand, parseDockerfile, readRepoFile, stages, words } from "./support.ts"
 
 const scripts: Record<string, string> = JSON.parse(readRepoFile("package.json")).scripts
 
 describe("Node flags of the API and the dispatcher", () => {
-  it("package.json's start scripts, the image's command and the compose services carry exactly PROCESS_NODE_FLAGS", () => {
-    assert.isAbove(PROCESS_NODE_FLAGS.length, 0)
-    for (const [script, file] of [["start:api", "apps/api/dist/main.js"], ["start:dispatcher", "apps/dispatcher/dist/main.js"]] as const) {
+  it("package.json's start scripts, the image's command and the compose services carry exactly their process's NODE_FLAGS", () => {
+    assert.isAbove(NODE_FLAGS.api.length, 0)
+    assert.isAbove(NODE_FLAGS.dispatcher.length, 0)
+    for (const [script, file, flags] of [["start:api", "apps/api/dist/main.js", NODE_FLAGS.api], ["start:dispatcher", "apps/dispatcher/dist/main.js", NODE_FLAGS.dispatcher]] as const) {
       const command = words(scripts[script] ?? "").filter((word) => word !== "exec")
-      assert.deepStrictEqual(nodeCommand(command), { flags: PROCESS_NODE_FLAGS, file }, script)
+      assert.deepStrictEqual(nodeCommand(command), { flags, file }, script)
     }
     const final = stages(parseDockerfile(readRepoFile("Dockerfile"))).at(-1)
     const cmd = final?.instructions.filter((i) => i.keyword === "CMD").map((i) => words(i.args)).pop() ?? []
-    assert.deepStrictEqual(nodeCommand(cmd), { flags: PROCESS_NODE_FLAGS, file: "apps/api/dist/main.js" }, "Dockerfile CMD")
+    assert.deepStrictEqual(nodeCommand(cmd), { flags: NODE_FLAGS.api, file: "apps/api/dist/main.js" }, "Dockerfile CMD")
     // Its shape is checked against the Compose Specification in compose.test.ts.
     const services = (loadCompose() as ComposeFile).services
     for (const [name, file] of [["api", "apps/api/dist/main.js"], ["dispatcher", "apps/dispatcher/dist/main.js"]] as const) {
-      assert.deepStrictEqual(nodeCommand(argv(services[name]?.command)), { flags: PROCESS_NODE_FLAGS, file }, `compose ${name}`)
+      assert.deepStrictEqual(nodeCommand(argv(services[name]?.command)), { flags: NODE_FLAGS[name], file }, `compose ${name}`)
     }
   })
 
@@ -37,6 +38,6 @@ describe("Node flags of the API and the dispatcher", () => {
 
   it("npm start passes them to its children", () => {
     const start = readRepoFile("apps/cli/src/start.ts")
-    assert.include(start, "args: [...PROCESS_NODE_FLAGS, path]")
+    assert.include(start, "args: [...NODE_FLAGS[name], path]")
   })
 })

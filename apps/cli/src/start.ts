@@ -27,7 +27,7 @@ import { anySchool } from "@school/persistence/Schools"
 import { runMigrations } from "@school/persistence/Migrations"
 import * as Sql from "@school/persistence/Sql"
 import * as ChildProcesses from "@school/runtime/ChildProcesses"
-import { PROCESS_NODE_FLAGS } from "@school/runtime/NodeFlags"
+import { NODE_FLAGS } from "@school/runtime/NodeFlags"
 import { isVerbose, type LogFormat } from "@school/runtime/Logging"
 import { runMain } from "@school/runtime/Main"
 import { Settings } from "@school/runtime/Settings"
@@ -154,12 +154,12 @@ const forwardTo = (to: NodeJS.WriteStream, prefix: string): ChildProcesses.Outpu
  * (SIGTERM, then SIGKILL) when the scope closes. Its own process group: a
  * terminal Ctrl-C reaches only us, and we stop the children in order.
  */
-const startChild = (name: string, path: string, env: NodeJS.ProcessEnv, logFormat: LogFormat) => {
+const startChild = (name: keyof typeof NODE_FLAGS, path: string, env: NodeJS.ProcessEnv, logFormat: LogFormat) => {
   const prefix = logFormat === "pretty" ? `[${name}] ` : ""
   return ChildProcesses.spawn({
     name,
     command: process.execPath,
-    args: [...PROCESS_NODE_FLAGS, path],
+    args: [...NODE_FLAGS[name], path],
     env,
     processGroup: true,
     stdout: forwardTo(process.stdout, prefix),
