@@ -21,18 +21,12 @@ import * as Metrics from "@school/runtime/Metrics"
 /** Which limit refused a request: the key's budget, a client's failed authentications, a back-office e-mail's sign-ins. */
 export type RateLimit = "key" | "auth_failures" | "sign_in"
 
-// One counter per label value, its attributes given at construction: an update is two map lookups, no allocation.
-const rejections = (limit: RateLimit) =>
-  Metric.counter("api_rate_limit_rejections_total", {
-    description: "Requests answered 429, by the limit that refused them.",
-    attributes: { limit },
-    incremental: true
-  })
-const rejectionsBy: Record<RateLimit, Metric.Counter<number>> = {
-  key: rejections("key"),
-  auth_failures: rejections("auth_failures"),
-  sign_in: rejections("sign_in")
-}
+const rejectionsBy = Metrics.countersBy<RateLimit>(
+  "api_rate_limit_rejections_total",
+  "Requests answered 429, by the limit that refused them.",
+  "limit",
+  ["key", "auth_failures", "sign_in"]
+)
 
 const replays = Metric.counter("api_idempotent_replays_total", {
   description: "Writes answered with the stored response of an earlier request with the same Idempotency-Key.",

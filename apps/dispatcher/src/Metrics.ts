@@ -23,17 +23,12 @@ import type { Outcome } from "./Receiver.ts"
 /** What a delivery became after an attempt: the journal's outcome, as a label. */
 export type DeliveryOutcome = "delivered" | "retrying" | "failed"
 
-const deliveries = (outcome: DeliveryOutcome) =>
-  Metric.counter("webhook_deliveries_total", {
-    description: "Delivery attempts, by what the delivery became after it (failed: finally).",
-    attributes: { outcome },
-    incremental: true
-  })
-const deliveriesBy: Record<DeliveryOutcome, Metric.Counter<number>> = {
-  delivered: deliveries("delivered"),
-  retrying: deliveries("retrying"),
-  failed: deliveries("failed")
-}
+const deliveriesBy = Metrics.countersBy<DeliveryOutcome>(
+  "webhook_deliveries_total",
+  "Delivery attempts, by what the delivery became after it (failed: finally).",
+  "outcome",
+  ["delivered", "retrying", "failed"]
+)
 
 /** One counter per result: the results are a fixed, small set. */
 const attempts = Metrics.seriesBy((result: string) =>

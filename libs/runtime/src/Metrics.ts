@@ -69,6 +69,24 @@ export const seriesBy = <K, M>(make: (key: K) => M): (key: K) => M => {
   }
 }
 
+/**
+ * One counter per value of a fixed label, made at once (so every series can
+ * be set to 0 at start and a rate over it exists before the first event):
+ * an update is a property lookup, the attributes bound at construction.
+ */
+export const countersBy = <K extends string>(
+  name: string,
+  description: string,
+  label: string,
+  values: ReadonlyArray<K>
+): Readonly<Record<K, Metric.Counter<number>>> => {
+  const counters = {} as Record<K, Metric.Counter<number>>
+  for (const value of values) {
+    counters[value] = Metric.counter(name, { description, attributes: { [label]: value }, incremental: true })
+  }
+  return counters
+}
+
 interface RouteSeries {
   readonly duration: Metric.Histogram<number>
   readonly byStatus: (status: number) => Metric.Counter<number>
