@@ -13,6 +13,7 @@ import { OPENAPI_PATH } from "@school/api/Server"
 import { Errors, Ids } from "@school/domain"
 import { failsWith } from "../support/Clients.ts"
 import * as Fixtures from "../support/Fixtures.ts"
+import { ResponseHeaders } from "../support/OpenApiDocument.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
 import { TestServer } from "../support/TestServer.ts"
 
@@ -29,20 +30,6 @@ const Header = Schema.Struct({
   required: Schema.Boolean,
   schema: Schema.Struct({ type: Schema.String, pattern: Schema.String })
 })
-const Document = Schema.Struct({
-  paths: Schema.Record(
-    Schema.String,
-    Schema.Record(
-      Schema.String,
-      Schema.Struct({
-        responses: Schema.Record(
-          Schema.String,
-          Schema.Struct({ headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown)) })
-        )
-      })
-    )
-  )
-})
 
 layer(Env, { excludeTestServices: true })(
   "the contract, from a client",
@@ -50,7 +37,7 @@ layer(Env, { excludeTestServices: true })(
     it.effect("every operation documents its 429 with a required Retry-After of whole seconds", () =>
       Effect.gen(function*() {
         const server = yield* TestServer
-        const document = Schema.decodeUnknownSync(Document)((yield* server.raw.get(OPENAPI_PATH)).json)
+        const document = Schema.decodeUnknownSync(ResponseHeaders)((yield* server.raw.get(OPENAPI_PATH)).json)
         const operations = Object.entries(document.paths).flatMap(([path, methods]) =>
           Object.entries(methods).map(([method, operation]) => [`${method} ${path}`, operation] as const)
         )

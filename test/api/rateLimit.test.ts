@@ -97,16 +97,6 @@ const newKey = Effect.fnUntraced(function*(plan: string | null, options: Fixture
   return { schoolId, key: yield* Fixtures.key(schoolId, options) }
 })
 
-/** Every row of the limiter's tables with its version: equal snapshots mean nothing was written. */
-const snapshot = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  return yield* sql<{ key_id: number; version: string }>`
-    SELECT key_id, 'head ' || xmin::text || '/' || ctid::text AS version FROM rate_limits
-    UNION ALL
-    SELECT key_id, 'chunk ' || chunk || ' ' || xmin::text || '/' || ctid::text FROM rate_limit_slots
-    ORDER BY 1, 2`.pipe(Effect.orDie)
-})
-
 const assertRateLimited = (reply: RawReply, retryAfter: number) => {
   assert.strictEqual(reply.status, 429)
   assert.strictEqual(reply.headers.get("retry-after"), String(retryAfter))
@@ -223,7 +213,7 @@ layer(Env, { timeout: 120_000, excludeTestServices: true })("rate limit through 
       const at = T0 + 14_400 * SECOND
       // Give the key some state first, so "nothing written" covers updates too.
       assert.strictEqual((yield* api.get(key, at)).status, 200)
-      const before = yield* snapshot
+      const before = yield* Fixtures.limiterSnapshot
       const cases: ReadonlyArray<readonly [string, string]> = [
         [wrongSecret, "unknown_key"],
         [unknown, "unknown_key"],
@@ -238,7 +228,7 @@ layer(Env, { timeout: 120_000, excludeTestServices: true })("rate limit through 
           assert.deepStrictEqual(errorOf(reply).fields, { reason })
         }
       }
-      assert.deepStrictEqual(yield* snapshot, before)
+      assert.deepStrictEqual(yield* Fixtures.limiterSnapshot, before)
       // And the key's budget is whole: 119 more are accepted.
       assert.deepStrictEqual(statuses(yield* burst(key, at + 1, 120)), { 200: 119, 429: 1 })
     }))

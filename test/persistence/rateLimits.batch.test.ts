@@ -29,16 +29,6 @@ const newKey = Effect.fnUntraced(function*(plan: string | null, options: Fixture
   return { schoolId, keyId: row?.id ?? 0, prefix: parsed.prefix, hash: ApiKey.hashSecret(parsed.secret) }
 })
 
-/** Every row of the limiter's tables with its version: equal snapshots mean nothing was written. */
-const snapshot = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  return yield* sql<{ key_id: number; version: string }>`
-    SELECT key_id, 'head ' || xmin::text || '/' || ctid::text AS version FROM rate_limits
-    UNION ALL
-    SELECT key_id, 'chunk ' || chunk || ' ' || xmin::text || '/' || ctid::text FROM rate_limit_slots
-    ORDER BY 1, 2`.pipe(Effect.orDie)
-})
-
 const KEYS = 3
 
 const Step = Schema.Struct({
@@ -126,7 +116,7 @@ layer(Env, { excludeTestServices: true })("RateLimits store, batched", (it) => {
       const revoked = yield* newKey("basic", { revoked: true })
       const expired = yield* newKey("basic", { expired: true })
       const wrongHash = ApiKey.hashSecret("x".repeat(ApiKey.SECRET_LENGTH))
-      const before = yield* snapshot
+      const before = yield* Fixtures.limiterSnapshot
       const answers = yield* store.admitAll([
         { prefix: "zzzzzzzz", secretHash: good.hash },
         { prefix: good.prefix, secretHash: good.hash },
@@ -152,7 +142,7 @@ layer(Env, { excludeTestServices: true })("RateLimits store, batched", (it) => {
         [good.keyId, false, false, 120]
       ])
       // Only the good keys have state: two slots for `good`, one for `other`.
-      const after = yield* snapshot
+      const after = yield* Fixtures.limiterSnapshot
       const written = new Set(after.filter((row) => !before.some((b) => b.version === row.version)).map((row) => row.key_id))
       assert.deepStrictEqual([...written].sort(), [good.keyId, other.keyId].sort())
       const sql = yield* SqlClient.SqlClient
@@ -201,14 +191,14 @@ layer(Env, { excludeTestServices: true })("RateLimits store, batched", (it) => {
       yield* sql.unsafe(`
         CREATE TRIGGER test_fail_key BEFORE INSERT ON rate_limits
           FOR EACH ROW WHEN (NEW.key_id = ${broken.keyId}) EXECUTE FUNCTION test_fail_key()`).pipe(Effect.orDie)
-      const before = yield* snapshot
+      const before = yield* Fixtures.limiterSnapshot
       const exit = yield* Effect.exit(store.admitAll([
         { prefix: good.prefix, secretHash: good.hash },
         { prefix: broken.prefix, secretHash: broken.hash },
         { prefix: good.prefix, secretHash: good.hash }
       ], { window }))
       assert.isTrue(Exit.hasDies(exit))
-      assert.deepStrictEqual(yield* snapshot, before)
+      assert.deepStrictEqual(yield* Fixtures.limiterSnapshot, before)
       yield* sql.unsafe(`DROP TRIGGER test_fail_key ON rate_limits`).pipe(Effect.orDie)
       // The good key's budget is whole: its first request now is its first slot.
       const [answer] = yield* store.admitAll([{ prefix: good.prefix, secretHash: good.hash }], { window })

@@ -13,6 +13,7 @@ import { PublicApi } from "@school/domain/api/PublicApi"
 import { Effect, Option, Schema } from "effect"
 import { OpenApi } from "effect/http-api"
 import { rawClient, V1 } from "../support/Clients.ts"
+import { ResponseHeaders } from "../support/OpenApiDocument.ts"
 import { entryPoints, lines, runUntil, startDispatcher } from "../support/Processes.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
 
@@ -100,19 +101,8 @@ layer(TestDatabase.layer, { excludeTestServices: true })("request ids", (it) => 
     }).pipe(Effect.scoped), 30_000)
 
   it("both OpenAPI documents declare the header on every answer of every operation", () => {
-    const Document = Schema.Struct({
-      paths: Schema.Record(
-        Schema.String,
-        Schema.Record(
-          Schema.String,
-          Schema.Struct({
-            responses: Schema.Record(Schema.String, Schema.Struct({ headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown)) }))
-          })
-        )
-      )
-    })
     for (const document of [OpenApi.fromApi(PublicApi), OpenApi.fromApi(BackOfficeApi)]) {
-      const { paths } = Schema.decodeUnknownSync(Document)(JSON.parse(JSON.stringify(document)))
+      const { paths } = Schema.decodeUnknownSync(ResponseHeaders)(JSON.parse(JSON.stringify(document)))
       let answers = 0
       for (const [path, operations] of Object.entries(paths)) {
         for (const [method, operation] of Object.entries(operations)) {

@@ -137,3 +137,13 @@ export const count = Effect.fnUntraced(function*(
   const sql = yield* SqlClient.SqlClient
   return one(yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql(table)} WHERE school_id = ${schoolId}`).n
 }, Effect.orDie)
+
+/** Every row of the limiter's tables with its version: equal snapshots mean nothing was written. */
+export const limiterSnapshot = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  return yield* sql<{ key_id: number; version: string }>`
+    SELECT key_id, 'head ' || xmin::text || '/' || ctid::text AS version FROM rate_limits
+    UNION ALL
+    SELECT key_id, 'chunk ' || chunk || ' ' || xmin::text || '/' || ctid::text FROM rate_limit_slots
+    ORDER BY 1, 2`.pipe(Effect.orDie)
+})

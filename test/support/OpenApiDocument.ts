@@ -11,7 +11,7 @@
  */
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js"
 import addFormats from "ajv-formats"
-import { Predicate } from "effect"
+import { Predicate, Schema } from "effect"
 
 type Json = Record<string, unknown>
 const isJson = (u: unknown): u is Json => Predicate.isObject(u) && !Array.isArray(u)
@@ -119,3 +119,19 @@ export const openApiDocument = (document: unknown): OpenApiDocument => {
     validator
   }
 }
+
+/** A document's answers and their headers, as a Schema: `paths[path][method].responses[status].headers`. */
+export const ResponseHeaders = Schema.Struct({
+  paths: Schema.Record(
+    Schema.String,
+    Schema.Record(
+      Schema.String,
+      Schema.Struct({
+        responses: Schema.Record(
+          Schema.String,
+          Schema.Struct({ headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown)) })
+        )
+      })
+    )
+  )
+})
