@@ -205,13 +205,14 @@ export const dispatcher: Scenario = {
 
       // The processes, on the server core.
       const logDir = Path.join(RESULTS_DIR, "logs")
+      const dispatcherCommand = scriptCommand("start:dispatcher")
       const startDispatcher = (name: string, env: Record<string, string>) =>
         Effect.flatMap(freePort, (port) =>
           startServer({
             name: `dispatcher-${name}`,
             // As `npm run start:dispatcher` runs it: the bundle (built by the harness first), its flags.
-            script: scriptCommand("start:dispatcher").main,
-            nodeFlags: scriptCommand("start:dispatcher").nodeFlags,
+            script: dispatcherCommand.main,
+            nodeFlags: dispatcherCommand.nodeFlags,
             port,
             readyPath: "/health/live",
             placement: context.placement,

@@ -43,6 +43,10 @@ const importsOf = (code: string): ReadonlyArray<string> => {
   return [...found]
 }
 
+/** Builds the bundles once for this file, for whichever of its tests runs first (alone or not). */
+let building: Promise<number> | undefined
+const built = (): Promise<number> => (building ??= buildBundles())
+
 /** `effect/Schema` → `effect`; `@effect/sql-pg/PgClient` → `@effect/sql-pg`. */
 const packageOf = (specifier: string): string =>
   specifier.split("/").slice(0, specifier.startsWith("@") ? 2 : 1).join("/")
@@ -50,7 +54,7 @@ const packageOf = (specifier: string): string =>
 layer(TestDatabase.layer, { excludeTestServices: true })("the production bundles", (it) => {
   it.effect("hold our modules and import only builtins and production dependencies", () =>
     Effect.gen(function*() {
-      yield* Effect.promise(() => buildBundles())
+      yield* Effect.promise(built)
       const allowed = productionPackages()
       const builtins = new Set(builtinModules)
       for (const bundle of BUNDLES) {
@@ -71,7 +75,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("the production bundles
 
   it.effect("the bundled API serves lists, its document, the reference page and the panel; the bundled dispatcher runs; both exit 0 on SIGTERM", () =>
     Effect.gen(function*() {
-      yield* Effect.promise(() => buildBundles())
+      yield* Effect.promise(built)
       const database = yield* TestDatabase
       const demo = yield* seedDemo()
       const port = yield* Effect.orDie(freePort)
