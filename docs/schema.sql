@@ -1,5 +1,5 @@
 -- The schema as the migrations in libs/persistence/src/migrations build it:
--- 0001_core, 0100_writes, 0200_rate_limits, 0300_row_counts, 0400_idempotency_owner, 0500_sessions, 0510_back_office, 0540_attendance_first_attended, 0600_dispatcher.
+-- 0001_core, 0100_writes, 0200_rate_limits, 0300_row_counts, 0400_idempotency_owner, 0500_sessions, 0510_back_office, 0540_attendance_first_attended, 0600_dispatcher, 0700_fair_delivery.
 -- Written by test/persistence/schemaFile.test.ts from the catalog; do not edit.
 -- After a new migration: UPDATE_SCHEMA=1 npx vitest run test/persistence/schemaFile.test.ts
 
@@ -234,6 +234,7 @@ CREATE TABLE notifications (
   CONSTRAINT notifications_school_id_task_id_fkey FOREIGN KEY (school_id, task_id) REFERENCES tasks(school_id, id)
 );
 CREATE INDEX notifications_employee ON notifications USING btree (school_id, employee_id, id DESC);
+CREATE INDEX notifications_subscription ON notifications USING btree (school_id, subscription_id) WHERE (subscription_id IS NOT NULL);
 
 CREATE TABLE outbox_events (
   school_id integer NOT NULL,
@@ -250,6 +251,7 @@ CREATE TABLE outbox_events (
   CONSTRAINT outbox_events_school_id_subscription_id_fkey FOREIGN KEY (school_id, subscription_id) REFERENCES webhook_subscriptions(school_id, id)
 );
 CREATE INDEX outbox_events_pending ON outbox_events USING btree (id) WHERE (fanned_out_at IS NULL);
+CREATE INDEX outbox_events_subscription ON outbox_events USING btree (school_id, subscription_id) WHERE (subscription_id IS NOT NULL);
 CREATE TRIGGER outbox_events_notify AFTER INSERT ON outbox_events FOR EACH STATEMENT EXECUTE FUNCTION notify_outbox();
 
 CREATE TABLE payments (
@@ -428,13 +430,16 @@ CREATE TABLE webhook_deliveries (
   last_attempt_at timestamp with time zone,
   finished_at timestamp with time zone,
   created_at timestamp with time zone DEFAULT now() NOT NULL,
+  public_id text DEFAULT ('msg_'::text || replace((gen_random_uuid())::text, '-'::text, ''::text)) NOT NULL,
+  postponements smallint DEFAULT 0 NOT NULL,
   CONSTRAINT webhook_deliveries_pkey PRIMARY KEY (school_id, id),
   CONSTRAINT webhook_deliveries_attempts_check CHECK ((attempts >= 0)),
   CONSTRAINT webhook_deliveries_check CHECK (((status = 'pending'::text) = (finished_at IS NULL))),
+  CONSTRAINT webhook_deliveries_postponements_check CHECK ((postponements >= 0)),
   CONSTRAINT webhook_deliveries_school_id_event_id_fkey FOREIGN KEY (school_id, event_id) REFERENCES outbox_events(school_id, id),
   CONSTRAINT webhook_deliveries_school_id_resend_of_fkey FOREIGN KEY (school_id, resend_of) REFERENCES webhook_deliveries(school_id, id) ON DELETE SET NULL (resend_of),
   CONSTRAINT webhook_deliveries_school_id_subscription_id_fkey FOREIGN KEY (school_id, subscription_id) REFERENCES webhook_subscriptions(school_id, id),
-  CONSTRAINT webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text])))
+  CONSTRAINT webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text, 'skipped'::text])))
 );
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries USING btree (next_attempt_at) WHERE (status = 'pending'::text);
 CREATE INDEX webhook_deliveries_event ON webhook_deliveries USING btree (school_id, event_id);
@@ -445,6 +450,7 @@ CREATE INDEX webhook_deliveries_journal ON webhook_deliveries USING btree (schoo
 CREATE INDEX webhook_deliveries_leased ON webhook_deliveries USING btree (school_id, subscription_id) WHERE (lease_until IS NOT NULL);
 CREATE INDEX webhook_deliveries_pending ON webhook_deliveries USING btree (school_id, subscription_id, next_attempt_at) WHERE (status = 'pending'::text);
 CREATE INDEX webhook_deliveries_resends ON webhook_deliveries USING btree (school_id, resend_of) WHERE (resend_of IS NOT NULL);
+CREATE INDEX webhook_deliveries_skipped ON webhook_deliveries USING btree (school_id, subscription_id, finished_at) WHERE (status = 'skipped'::text);
 
 CREATE TABLE webhook_subscriptions (
   school_id integer NOT NULL,
@@ -455,6 +461,7 @@ CREATE TABLE webhook_subscriptions (
   status text DEFAULT 'active'::text NOT NULL,
   created_at timestamp with time zone DEFAULT now() NOT NULL,
   updated_at timestamp with time zone DEFAULT now() NOT NULL,
+  action_times timestamp with time zone[] DEFAULT '{}'::timestamp with time zone[] NOT NULL,
   CONSTRAINT webhook_subscriptions_pkey PRIMARY KEY (school_id, id),
   CONSTRAINT webhook_subscriptions_events_check CHECK ((cardinality(events) >= 1)),
   CONSTRAINT webhook_subscriptions_school_id_fkey FOREIGN KEY (school_id) REFERENCES schools(id),

@@ -253,7 +253,7 @@ layer(TestServer.layer().pipe(Layer.provideMerge(TestDatabase.layer)), { exclude
         delete short.payload[first ?? ""]
         assert.isFalse(validate(short), event)
         // The headers of a real attempt, each valid by its documented schema; every documented one is sent.
-        const headers = WebhookSignature.attemptHeaders({ secret, deliveryId: 123, event, body, nowSeconds: 1_790_000_000 })
+        const headers = WebhookSignature.attemptHeaders({ secret, deliveryId: "msg_0123456789abcdef0123456789abcdef", event, body, nowSeconds: 1_790_000_000 })
         const documented = Array.isArray(at(operation, "parameters")) ? (at(operation, "parameters") as Array<unknown>).filter(isJson) : []
         const names = documented.map((p) => String(p["name"]).toLowerCase()).sort()
         for (const name of ["x-service-signature", "webhook-id", "webhook-timestamp", "webhook-signature"]) assert.include(names, name)

@@ -2,13 +2,15 @@
  * The delivery queue's statements on their own (libs/persistence/src/
  * DeliveryQueue.ts; docs/decisions.md "Webhooks"):
  *
- * - the fan-out: one delivery per subscription that ticked the event and is
- *   not disabled, `webhook.test` to its one subscription, idempotent (a
- *   delivery already there, as after a crash between insert and mark, is not
- *   made twice), an event nobody takes deleted;
- * - the claim: the per-subscription cap counts live leases, first attempts
- *   before retries, disabled subscriptions wait, an expired lease is taken
- *   over, a lease held is not;
+ * - the fan-out: one delivery per subscription that ticked the event (a
+ *   disabled one's journaled as `skipped`), `webhook.test` to its one
+ *   subscription, idempotent (a delivery already there, as after a crash
+ *   between insert and mark, is not made twice), an event nobody takes
+ *   deleted;
+ * - the claim: the per-subscription cap counts live leases, due time first
+ *   (a retry due long ago before the first attempts made after it),
+ *   disabled subscriptions wait, an expired lease is taken over, a lease
+ *   held is not (the fair share between schools: fair-share.test.ts);
  * - the record: only under the lease the claim gave;
  * - the purge: older than the retention and outside the last 50 of their
  *   subscription, never a delivery a resend names; an event goes with its
@@ -23,7 +25,7 @@ import { TestDatabase } from "../support/TestDatabase.ts"
 import * as T from "./support.ts"
 
 const Env = DeliveryQueue.layer.pipe(Layer.provideMerge(TestDatabase.layer))
-const claimOptions = { limit: 100, perSubscription: 3, leaseMs: 60_000 }
+const claimOptions = { limit: 100, perSubscription: 3, leaseMs: 60_000, capacity: 200, reserve: 1, active: [], holding: [], after: 0 }
 
 /** Marks the school's pending deliveries delivered: a clean slate for the next test. */
 const settle = (schoolId: number) =>
@@ -34,7 +36,7 @@ const settle = (schoolId: number) =>
   }).pipe(Effect.orDie)
 
 layer(Env, { excludeTestServices: true })("the delivery queue", (it) => {
-  it.effect("fan-out: ticked and not disabled; webhook.test to its one subscription; idempotent; untaken events deleted", () =>
+  it.effect("fan-out: ticked (skipped when disabled); webhook.test to its one subscription; idempotent; untaken events deleted", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const queue = yield* DeliveryQueue
@@ -55,21 +57,24 @@ layer(Env, { excludeTestServices: true })("the delivery queue", (it) => {
         INSERT INTO outbox_events (school_id, event, payload)
         VALUES (${schoolId}, 'payment.received', '{}'::json) RETURNING id::text AS id`
       const done = yield* queue.fanOut(500)
-      assert.deepStrictEqual(done, { events: 3, deliveries: 1 })
+      assert.deepStrictEqual(done, { events: 3, deliveries: 1, skipped: 1 })
       const rows = yield* T.deliveries(schoolId)
       assert.deepStrictEqual(
-        rows.map((row) => [row.subscription_id, row.event_id]),
-        [[leadsOnly.id, lead], [students.id, Number(test?.id)]]
+        rows.map((row) => [row.subscription_id, row.event_id, row.status, row.attempts]),
+        [[leadsOnly.id, lead, "pending", 0], [disabled.id, lead, "skipped", 0], [students.id, Number(test?.id), "pending", 0]]
       )
+      const [skipped] = yield* sql<{ finished: boolean }>`
+        SELECT finished_at IS NOT NULL AS finished FROM webhook_deliveries WHERE school_id = ${schoolId} AND status = 'skipped'`
+      assert.isTrue(skipped?.finished, "a skipped delivery is finished: the purge and the journal's 50 treat it like any other")
       const events = yield* sql<{ id: string; fanned: boolean }>`
         SELECT id::text AS id, fanned_out_at IS NOT NULL AS fanned FROM outbox_events WHERE school_id = ${schoolId} ORDER BY id`
       assert.deepStrictEqual(events.map((e) => [e.id, e.fanned]), [[String(lead), true], [test?.id, true]])
       assert.isFalse(events.some((e) => e.id === orphan?.id), "an event no subscription takes is gone")
-      assert.deepStrictEqual(yield* queue.fanOut(500), { events: 0, deliveries: 0 })
+      assert.deepStrictEqual(yield* queue.fanOut(500), { events: 0, deliveries: 0, skipped: 0 })
       yield* settle(schoolId)
     }))
 
-  it.effect("claim: the cap counts live leases, first attempts first, disabled waits, expired leases taken over", () =>
+  it.effect("claim: the cap counts live leases, due time first, disabled waits, expired leases taken over", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const queue = yield* DeliveryQueue
@@ -92,8 +97,11 @@ layer(Env, { excludeTestServices: true })("the delivery queue", (it) => {
       assert.strictEqual(bySub(first, busy.id), 3)
       assert.strictEqual(bySub(first, quiet.id), 2)
       assert.strictEqual(bySub(first, off.id), 0)
-      // First attempts before the old retry.
-      assert.isTrue(first.filter((row) => row.subscription_id === busy.id).every((row) => row.attempt === 1))
+      // By due time: the retry that fell due an hour ago before the first attempts made since.
+      const busyFirst = first.filter((row) => row.subscription_id === busy.id)
+      assert.deepStrictEqual(busyFirst.map((row) => row.attempt).sort(), [1, 1, 2])
+      for (const row of first) assert.match(row.public_id, /^msg_[0-9a-f]{32}$/u)
+      assert.strictEqual(new Set(first.map((row) => row.public_id)).size, first.length)
       // The claim stored each first attempt's body, spelled as WebhookSignature.deliveryBody spells it:
       // the payload's stored text spliced in, the claim's time as the API writes times.
       const payloads = yield* sql<{ id: number; payload: string; body: string | null }>`
@@ -152,10 +160,36 @@ layer(Env, { excludeTestServices: true })("the delivery queue", (it) => {
         pauseMs: 0
       }])
       assert.strictEqual(fresh.recorded, 1)
-      // One slot of busy is free again: its first attempts still come before the old retry.
+      // One slot of busy is free again: the next of its first attempts by due time.
       const next = yield* queue.claim(claimOptions)
       assert.strictEqual(bySub(next, busy.id), 1)
       assert.strictEqual(next[0]?.attempt, 1)
+      yield* settle(schoolId)
+    }))
+
+  it.effect("gauges: due work of a disabled subscription is not counted, so disabling one fires no backlog alert", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const queue = yield* DeliveryQueue
+      const { schoolId } = yield* T.school("Gauges school")
+      const on = yield* T.subscription(schoolId, "http://127.0.0.1:9/on", ["lead.created"])
+      const off = yield* T.subscription(schoolId, "http://127.0.0.1:9/off", ["lead.created"])
+      yield* T.leads(schoolId, 3)
+      yield* queue.fanOut(500)
+      // Both have 3 deliveries due since a minute ago.
+      yield* sql`UPDATE webhook_deliveries SET next_attempt_at = now() - interval '1 minute' WHERE school_id = ${schoolId}`
+      const before = yield* queue.gauges()
+      assert.isAtLeast(before.due, 6)
+      assert.isAtLeast(before.oldestDueAgeSeconds, 59)
+      yield* T.setStatus(schoolId, off.id, "disabled")
+      const after = yield* queue.gauges()
+      assert.strictEqual(before.due - after.due, 3, "the disabled subscription's 3 are not due")
+      // Only the disabled one waits: nothing is due, the oldest age is 0.
+      yield* T.setStatus(schoolId, on.id, "disabled")
+      const none = yield* queue.gauges()
+      assert.strictEqual(before.due - none.due, 6)
+      yield* T.setStatus(schoolId, on.id, "active")
+      yield* T.setStatus(schoolId, off.id, "active")
       yield* settle(schoolId)
     }))
 

@@ -13,7 +13,7 @@ import * as Signature from "@school/domain/WebhookSignature"
 
 const Secret = Schema.Uint8Array.check(Schema.isMinLength(32), Schema.isMaxLength(32))
 const Text = Schema.String.check(Schema.isMaxLength(200))
-const DeliveryId = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }))
+const DeliveryId = Signature.DeliveryPublicId
 const Amount = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 1_000_000_000_000 }))
 
 const secretOf = (bytes: Uint8Array) => `whsec_${Buffer.from(bytes).toString("base64")}`
@@ -41,8 +41,8 @@ describe("WebhookSignature", () => {
       const sent = Buffer.from(headers["x-service-signature"] ?? "", "hex")
       assert.match(headers["x-service-signature"] ?? "", /^[0-9a-f]{64}$/u)
       assert.isTrue(timingSafeEqual(sent, expected))
-      assert.strictEqual(headers["webhook-id"], String(deliveryId))
-      assert.strictEqual(headers["x-service-delivery"], String(deliveryId))
+      assert.strictEqual(headers["webhook-id"], deliveryId)
+      assert.strictEqual(headers["x-service-delivery"], deliveryId)
     }
   )
 
@@ -50,8 +50,8 @@ describe("WebhookSignature", () => {
     const secret = secretOf(randomBytes(32))
     const body = Signature.deliveryBody({ event: "webhook.test", accountId: 1, payloadJson: `{"subscription_id":3,"message":"hi"}`, timestamp: "2026-11-23T10:00:00+00:00" })
     const now = Math.floor(Date.now() / 1000)
-    const first = Signature.attemptHeaders({ secret, deliveryId: 9, event: "webhook.test", body, nowSeconds: now - 1800 })
-    const retry = Signature.attemptHeaders({ secret, deliveryId: 9, event: "webhook.test", body, nowSeconds: now })
+    const first = Signature.attemptHeaders({ secret, deliveryId: "msg_0123456789abcdef0123456789abcdef", event: "webhook.test", body, nowSeconds: now - 1800 })
+    const retry = Signature.attemptHeaders({ secret, deliveryId: "msg_0123456789abcdef0123456789abcdef", event: "webhook.test", body, nowSeconds: now })
     assert.strictEqual(first["x-service-signature"], retry["x-service-signature"])
     assert.notStrictEqual(first["webhook-signature"], retry["webhook-signature"])
     new Webhook(secret).verify(body, retry)

@@ -6,12 +6,13 @@
  * - `X-Service-Signature` (spec 6.2): lowercase hex HMAC-SHA256 of the raw
  *   body bytes, keyed with the UTF-8 bytes of the whole secret string as
  *   shown (`whsec_…`);
- * - Standard Webhooks: `webhook-id` (the delivery id, the same on every
- *   attempt), `webhook-timestamp` (unix seconds of this attempt) and
+ * - Standard Webhooks: `webhook-id` (the delivery's opaque id,
+ *   `DeliveryPublicId`, the same on every attempt; also `X-Service-Delivery`), `webhook-timestamp` (unix seconds of this attempt) and
  *   `webhook-signature` (`v1,` + base64 HMAC-SHA256 of
  *   `{id}.{timestamp}.{body}`, keyed with the base64-decoded bytes after
  *   `whsec_`), which the public `standardwebhooks` libraries verify.
  */
+import * as Schema from "effect/Schema"
 import { createHmac } from "node:crypto"
 
 export const SECRET_PREFIX = "whsec_"
@@ -45,15 +46,27 @@ const standardKey = (secret: string): Buffer =>
 export const standardSignature = (secret: string, id: string, timestampSeconds: number, body: string): string =>
   `v1,${createHmac("sha256", standardKey(secret)).update(`${id}.${timestampSeconds}.${body}`, "utf8").digest("base64")}`
 
-/** The headers of one attempt of delivery `deliveryId` of `event`, at `nowSeconds`. */
+/**
+ * A delivery's opaque id as receivers see it (docs/decisions.md "Delivery
+ * ids"): `msg_` and 32 lowercase hex digits of a random UUID, made by the
+ * database when the delivery is (migration 0700), the same on every attempt
+ * and unrelated to the numeric id the back office uses, so it tells a
+ * receiver nothing about the service's volume.
+ */
+export const DeliveryPublicId = Schema.String.check(
+  Schema.isPattern(/^msg_[0-9a-f]{32}$/u, { message: "Expected msg_ and 32 hex digits" })
+)
+export type DeliveryPublicId = typeof DeliveryPublicId.Type
+
+/** The headers of one attempt of the delivery `deliveryId` (its opaque id) of `event`, at `nowSeconds`. */
 export const attemptHeaders = (options: {
   readonly secret: string
-  readonly deliveryId: number
+  readonly deliveryId: string
   readonly event: string
   readonly body: string
   readonly nowSeconds: number
 }): Readonly<Record<string, string>> => {
-  const id = String(options.deliveryId)
+  const id = options.deliveryId
   return {
     "content-type": "application/json",
     "user-agent": USER_AGENT,

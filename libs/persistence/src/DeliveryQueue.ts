@@ -4,22 +4,28 @@
  * statement, each one round trip for a whole batch.
  *
  * - `fanOut`: outbox events → one delivery per subscription of the school
- *   that is not disabled and ticked the event (`webhook.test`: the one
- *   subscription it names). One statement inserts the deliveries and marks
- *   the events (`fanned_out_at`), so a crash cannot split the two, and the
- *   partial unique index with ON CONFLICT DO NOTHING makes a repeat harmless.
- *   An event no subscription takes is deleted there and then (the outbox is a
- *   queue, not an archive).
- * - `claim`: due deliveries, `FOR UPDATE SKIP LOCKED`, each leased
- *   (`lease_until`) for a little longer than WEBHOOK_TIMEOUT, and a first
- *   attempt's body built and stored by the same `UPDATE`, before anything is
- *   sent (so a crash after sending cannot produce a second, different body;
- *   one row version per claim, not two). The claim walks
- *   the subscriptions that have pending work and takes from each at most
- *   what its in-flight cap leaves (`perSubscription` minus its live
- *   leases), first attempts before retries, oldest first, so a receiver with
- *   a backlog cannot hold every slot nor hide another's work. Deliveries of
- *   a disabled subscription are not claimed.
+ *   that ticked the event (`webhook.test`: the one subscription it names);
+ *   a disabled subscription's delivery is journaled as `skipped` (finished,
+ *   no attempt; docs/decisions.md "Events while disabled"). One statement
+ *   inserts the deliveries and marks the events (`fanned_out_at`), so a
+ *   crash cannot split the two, and the partial unique index with ON
+ *   CONFLICT DO NOTHING makes a repeat harmless. An event no subscription
+ *   takes is deleted there and then (the outbox is a queue, not an archive).
+ * - `claim`: one round of libs/domain/src/FairShare.ts in one statement:
+ *   the subscriptions with pending work (a loose index scan), what each
+ *   one's in-flight cap leaves (`perSubscription` minus its live leases),
+ *   each one's due deliveries by due time (a retry due at T before a first
+ *   attempt created after T), then the fair share between schools: a
+ *   school's subscriptions take turns, a school's j-th pick is at level
+ *   (what this dispatcher holds of it) + j, lower levels first, rotating
+ *   among schools at the same level, and no school past its share of the
+ *   capacity. `FOR UPDATE SKIP LOCKED`, each leased (`lease_until`) for a
+ *   little longer than WEBHOOK_TIMEOUT, and a first attempt's body built and
+ *   stored by the same `UPDATE`, before anything is sent (so a crash after
+ *   sending cannot produce a second, different body; one row version per
+ *   claim, not two). Deliveries of a disabled subscription are not claimed.
+ *   Every part is keyed by `school_id` first: the form a database sharded by
+ *   school routes (docs/operations.md "Outgrowing one database").
  * - `record`: the attempts (journal rows), each delivery's next state
  *   (`delivered`, `failed`, or pending again at now + the retry plan's
  *   pause) and its lease cleared, only where the lease is still the one the
@@ -27,7 +33,8 @@
  *   `problematic` on a delivery's final failure, with one notification per
  *   full-access employee (owner, administrator) per transition, and
  *   `problematic` → `active` on a success. A disabled subscription keeps its
- *   status.
+ *   status. A `postponed` attempt (it failed on our side) only goes back to
+ *   pending at now + its pause: no journal row, no attempt used.
  * - `release`: gives leases back (a dispatcher stopping with work unsent).
  * - `purge`: delivered and failed deliveries older than the retention, in
  *   small batches, keeping the last `keep` (50) per subscription and any
@@ -50,22 +57,29 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type { SqlError } from "effect/sql"
 import * as SqlClient from "effect/sql/SqlClient"
+import { DeliveryPublicId } from "@school/domain/WebhookSignature"
 import { OUTBOX_CHANNEL } from "./Outbox.ts"
 
 /** A claimed delivery: what one attempt needs. */
 export const Claimed = Schema.Struct({
   school_id: Schema.Int,
   id: Schema.Int,
+  /** The opaque id receivers see (`webhook-id`, `X-Service-Delivery`). */
+  public_id: DeliveryPublicId,
   subscription_id: Schema.Int,
   event: Schema.String,
   /** This attempt's number (1 for the first). */
   attempt: Schema.Int,
+  /** Attempts in a row that failed on the dispatcher's side since the last real one. */
+  postponements: Schema.Int,
   /** The lease the claim gave, as PostgreSQL spells it: the token `record` checks. */
   lease: Schema.String,
   /** The stored body (built by the claim of the first attempt): every attempt sends these bytes. */
   body: Schema.String,
   url: Schema.String,
-  secret_ciphertext: Schema.Uint8Array
+  secret_ciphertext: Schema.Uint8Array,
+  /** Its school's level in the claim's fair share (libs/domain/src/FairShare.ts): where the rotation goes on. */
+  level: Schema.Int
 })
 export type Claimed = typeof Claimed.Type
 
@@ -82,8 +96,13 @@ export interface AttemptRecord {
   readonly durationMs: number
   /** Up to 4 KiB of the response body. */
   readonly responseBody: string | null
-  /** `retry`: pending again, due `pauseMs` after the record is written. */
-  readonly outcome: "delivered" | "retry" | "failed"
+  /**
+   * `retry`: pending again, due `pauseMs` after the record is written.
+   * `postponed`: the attempt failed on our side (docs/decisions.md "Fair
+   * delivery"): no journal entry, the attempt not counted, the subscription
+   * untouched; pending again, due `pauseMs` after the record is written.
+   */
+  readonly outcome: "delivered" | "retry" | "failed" | "postponed"
   readonly pauseMs: number
 }
 
@@ -98,10 +117,22 @@ export interface Recorded {
   readonly recovered: number
 }
 
+/** A claim round (libs/domain/src/FairShare.ts: the SQL applies `allocate` with `shareOf`). */
 export interface ClaimOptions {
+  /** Deliveries this round may take. */
   readonly limit: number
   readonly perSubscription: number
   readonly leaseMs: number
+  /** What the dispatcher may hold in all (its slots and its claim-ahead), shared between active schools. */
+  readonly capacity: number
+  /** Slots no one school may take (FairShare.reserveOf). */
+  readonly reserve: number
+  /** Schools active lately beside those with due work: they count in the share. */
+  readonly active: ReadonlyArray<number>
+  /** What the dispatcher holds per school (claimed and not yet recorded). */
+  readonly holding: ReadonlyArray<{ readonly school: number; readonly holds: number }>
+  /** The school served last (0: none): the rotation starts after it. */
+  readonly after: number
 }
 
 export interface PurgeOptions {
@@ -111,7 +142,7 @@ export interface PurgeOptions {
 }
 
 const decodeClaimed = Schema.decodeUnknownEffect(Schema.Array(Claimed))
-const FanOutRow = Schema.Struct({ events: Schema.Int, deliveries: Schema.Int })
+const FanOutRow = Schema.Struct({ events: Schema.Int, deliveries: Schema.Int, skipped: Schema.Int })
 const decodeFanOut = Schema.decodeUnknownEffect(Schema.Array(FanOutRow))
 const RecordedRow = Schema.Struct({
   recorded: Schema.Int,
@@ -131,6 +162,7 @@ const GaugesRow = Schema.Struct({
   fan_out_lag_s: Schema.Number
 })
 const decodeGauges = Schema.decodeUnknownEffect(Schema.Array(GaugesRow))
+const decodeNow = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ ms: Schema.Number })))
 const decodeCount = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ n: Schema.Int })))
 
 /** The dispatcher's backlog at one moment, for /metrics (docs/operations.md "Metrics"). */
@@ -158,14 +190,16 @@ export const PROBLEMATIC_MESSAGE = "Webhook subscription %s (%s) is problematic:
   "It keeps receiving new events; check the receiver, then resend or recover the failed deliveries."
 
 export class DeliveryQueue extends Context.Service<DeliveryQueue, {
-  /** Fans out up to `limit` events: how many events and how many deliveries. */
-  fanOut(limit: number): Effect.Effect<{ readonly events: number; readonly deliveries: number }, SqlError.SqlError>
+  /** Fans out up to `limit` events: how many events, deliveries to make, and deliveries journaled as skipped. */
+  fanOut(limit: number): Effect.Effect<{ readonly events: number; readonly deliveries: number; readonly skipped: number }, SqlError.SqlError>
   claim(options: ClaimOptions): Effect.Effect<ReadonlyArray<Claimed>, SqlError.SqlError>
   record(attempts: ReadonlyArray<AttemptRecord>): Effect.Effect<Recorded, SqlError.SqlError>
   release(leases: ReadonlyArray<{ readonly schoolId: number; readonly id: number; readonly lease: string }>): Effect.Effect<number, SqlError.SqlError>
   /** Milliseconds until the next pending delivery falls due (None: nothing waits), at most `cap`. */
   nextDue(capMs: number): Effect.Effect<number | null, SqlError.SqlError>
   purge(options: PurgeOptions): Effect.Effect<{ readonly deliveries: number; readonly events: number }, SqlError.SqlError>
+  /** The database's clock, epoch milliseconds (`clock_timestamp()`: the moment the statement reads it). */
+  databaseNow(): Effect.Effect<number, SqlError.SqlError>
   /** The backlog's gauges, in ONE statement (each part an index probe or range: see the comment there). */
   gauges(): Effect.Effect<Gauges, SqlError.SqlError>
   /**
@@ -196,16 +230,22 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
             LIMIT ${limit}
             FOR UPDATE SKIP LOCKED
           ), targets AS (
-            SELECT e.school_id, e.id AS event_id, e.event, s.id AS subscription_id
+            -- KEY SHARE: a subscription being deleted meanwhile is waited for and then left out,
+            -- instead of failing the batch on the deliveries' foreign key.
+            SELECT e.school_id, e.id AS event_id, e.event, s.id AS subscription_id, s.status = 'disabled' AS skipped
             FROM events e
             JOIN webhook_subscriptions s
-              ON s.school_id = e.school_id AND s.status <> 'disabled'
+              ON s.school_id = e.school_id
              AND CASE WHEN e.subscription_id IS NULL THEN e.event = ANY (s.events) ELSE s.id = e.subscription_id END
+            FOR KEY SHARE OF s
           ), made AS (
-            INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event)
-            SELECT school_id, subscription_id, event_id, event FROM targets ORDER BY event_id, subscription_id
+            -- A disabled subscription's delivery is journaled as skipped: finished, never attempted.
+            INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, status, finished_at)
+            SELECT school_id, subscription_id, event_id, event,
+                   CASE WHEN skipped THEN 'skipped' ELSE 'pending' END, CASE WHEN skipped THEN now() END
+            FROM targets ORDER BY event_id, subscription_id
             ON CONFLICT (school_id, event_id, subscription_id) WHERE resend_of IS NULL DO NOTHING
-            RETURNING 1
+            RETURNING status
           ), marked AS (
             UPDATE outbox_events o SET fanned_out_at = now()
             FROM events e
@@ -220,7 +260,9 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
               AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.school_id = e.school_id AND d.event_id = e.id)
             RETURNING 1
           )
-          SELECT (SELECT count(*) FROM events)::int AS events, (SELECT count(*) FROM made)::int AS deliveries`.pipe(
+          SELECT (SELECT count(*) FROM events)::int AS events,
+                 (SELECT count(*) FROM made WHERE status = 'pending')::int AS deliveries,
+                 (SELECT count(*) FROM made WHERE status = 'skipped')::int AS skipped`.pipe(
           Effect.flatMap((rows) => Effect.orDie(decodeFanOut(rows))),
           Effect.flatMap(single)
         )
@@ -249,44 +291,36 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
             FROM subs s
             JOIN webhook_subscriptions w
               ON w.school_id = s.school_id AND w.id = s.subscription_id AND w.status <> 'disabled'
-          ), firsts AS (
-            SELECT o.school_id, o.subscription_id, o.room, c.id, false AS retry, c.next_attempt_at
+          ), candidates AS (
+            -- Each subscription's due work by due time, retries and first attempts alike, within its room.
+            SELECT o.school_id, o.subscription_id, c.id, c.next_attempt_at,
+                   row_number() OVER (PARTITION BY o.school_id, o.subscription_id ORDER BY c.next_attempt_at, c.id) AS turn
             FROM open o CROSS JOIN LATERAL (
               SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
               WHERE d.school_id = o.school_id AND d.subscription_id = o.subscription_id
-                AND d.status = 'pending' AND d.attempts = 0 AND d.next_attempt_at <= now()
+                AND d.status = 'pending' AND d.next_attempt_at <= now()
                 AND (d.lease_until IS NULL OR d.lease_until <= now())
               ORDER BY d.next_attempt_at
-              LIMIT o.room
+              LIMIT least(o.room, ${options.limit}::int)
               FOR UPDATE SKIP LOCKED
             ) c
             WHERE o.room > 0
-          ), retries AS (
-            -- Only the room the first attempts left: no index tells retries from first attempts, so
-            -- this read walks the subscription's pending work; with a backlog of first attempts
-            -- (LIMIT 0) it is not run at all.
-            SELECT o.school_id, o.subscription_id, o.room, c.id, true AS retry, c.next_attempt_at
-            FROM open o CROSS JOIN LATERAL (
-              SELECT o.room - count(*)::int AS left_over FROM firsts f
-              WHERE f.school_id = o.school_id AND f.subscription_id = o.subscription_id
-            ) t CROSS JOIN LATERAL (
-              SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
-              WHERE d.school_id = o.school_id AND d.subscription_id = o.subscription_id
-                AND d.status = 'pending' AND d.attempts > 0 AND d.next_attempt_at <= now()
-                AND (d.lease_until IS NULL OR d.lease_until <= now())
-              ORDER BY d.next_attempt_at
-              LIMIT greatest(0, t.left_over)
-              FOR UPDATE SKIP LOCKED
-            ) c
-            WHERE o.room > 0
+          ), share AS (
+            -- libs/domain/src/FairShare.ts shareOf: the capacity over the active schools.
+            SELECT greatest(1, least(${options.capacity}::int - ${options.reserve}::int,
+                                     ceil(${options.capacity}::numeric / greatest(1, count(*)))))::int AS share
+            FROM (SELECT school_id FROM candidates UNION SELECT unnest(${options.active}::int[])) a
           ), ranked AS (
-            SELECT c.*, row_number() OVER (
-              PARTITION BY c.school_id, c.subscription_id ORDER BY c.retry, c.next_attempt_at
-            ) AS n
-            FROM (SELECT * FROM firsts UNION ALL SELECT * FROM retries) c
+            -- FairShare.allocate: a school's subscriptions take turns; its j-th pick is at level holds + j.
+            SELECT c.school_id, c.id, coalesce(h.holds, 0) + row_number() OVER (
+                     PARTITION BY c.school_id ORDER BY c.turn, c.next_attempt_at, c.id) AS level
+            FROM candidates c
+            LEFT JOIN unnest(${options.holding.map((h) => h.school)}::int[], ${options.holding.map((h) => h.holds)}::int[])
+              AS h(school_id, holds) ON h.school_id = c.school_id
           ), picked AS (
-            SELECT school_id, id FROM ranked WHERE n <= room
-            ORDER BY retry, next_attempt_at
+            SELECT r.school_id, r.id, r.level FROM ranked r, share
+            WHERE r.level <= share.share
+            ORDER BY r.level, r.school_id <= ${options.after}::int, r.school_id
             LIMIT ${options.limit}
           )
           UPDATE webhook_deliveries d
@@ -301,9 +335,10 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
           WHERE d.school_id = p.school_id AND d.id = p.id
             AND w.school_id = d.school_id AND w.id = d.subscription_id
             AND e.school_id = d.school_id AND e.id = d.event_id
-          RETURNING d.school_id, d.id::float8 AS id, d.subscription_id, d.event, d.attempts + 1 AS attempt,
+          RETURNING d.school_id, d.id::float8 AS id, d.public_id, d.subscription_id, d.event, d.attempts + 1 AS attempt,
+            d.postponements::int AS postponements,
             d.lease_until::text AS lease, d.body,
-            w.url, w.secret_ciphertext`.pipe(
+            w.url, w.secret_ciphertext, p.level::int AS level`.pipe(
           Effect.flatMap((rows) => Effect.orDie(decodeClaimed(rows)))
         )
 
@@ -328,14 +363,15 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
                 ) AS r(school_id, id, lease, attempt, at, code, error, duration_ms, body, no_body, outcome, pause_ms)
               ), done AS (
                 UPDATE webhook_deliveries d
-                SET attempts = r.attempt,
-                    status = CASE r.outcome WHEN 'retry' THEN 'pending' ELSE r.outcome END,
-                    next_attempt_at = CASE WHEN r.outcome = 'retry'
+                SET attempts = CASE WHEN r.outcome = 'postponed' THEN d.attempts ELSE r.attempt END,
+                    postponements = CASE WHEN r.outcome = 'postponed' THEN d.postponements + 1 ELSE 0 END,
+                    status = CASE WHEN r.outcome IN ('retry', 'postponed') THEN 'pending' ELSE r.outcome END,
+                    next_attempt_at = CASE WHEN r.outcome IN ('retry', 'postponed')
                       THEN now() + r.pause_ms * interval '1 millisecond' ELSE d.next_attempt_at END,
-                    finished_at = CASE WHEN r.outcome = 'retry' THEN NULL ELSE now() END,
+                    finished_at = CASE WHEN r.outcome IN ('retry', 'postponed') THEN NULL ELSE now() END,
                     lease_until = NULL,
-                    response_code = nullif(r.code, -1),
-                    last_attempt_at = r.at::timestamptz
+                    response_code = CASE WHEN r.outcome = 'postponed' THEN d.response_code ELSE nullif(r.code, -1) END,
+                    last_attempt_at = CASE WHEN r.outcome = 'postponed' THEN d.last_attempt_at ELSE r.at::timestamptz END
                 FROM r
                 WHERE d.school_id = r.school_id AND d.id = r.id
                   AND d.status = 'pending' AND d.lease_until = r.lease::timestamptz
@@ -345,13 +381,13 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
                 INSERT INTO webhook_attempts (school_id, delivery_id, attempt, at, response_code, error, duration_ms, response_body)
                 SELECT school_id, id, attempt, at::timestamptz, nullif(code, -1), nullif(error, ''), duration_ms,
                        CASE WHEN no_body THEN NULL ELSE body END
-                FROM done
+                FROM done WHERE outcome <> 'postponed'
                 ON CONFLICT DO NOTHING
                 RETURNING 1
               ), outcomes AS (
                 -- Per subscription, the last final outcome of this batch.
                 SELECT DISTINCT ON (school_id, subscription_id) school_id, subscription_id, outcome
-                FROM done WHERE outcome <> 'retry'
+                FROM done WHERE outcome IN ('delivered', 'failed')
                 ORDER BY school_id, subscription_id, at DESC, outcome
               ), moved AS (
                 UPDATE webhook_subscriptions s
@@ -398,10 +434,19 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
 
       const nextDue = (capMs: number) =>
         sql`
-          SELECT least(${capMs}::float8,
-                       extract(epoch FROM (min(next_attempt_at) - now())) * 1000)::float8 AS wait_ms
-          FROM webhook_deliveries
-          WHERE status = 'pending' AND next_attempt_at > now()`.pipe(
+          -- The first entry of webhook_deliveries_due past now whose subscription is not disabled: an index
+          -- probe in due order that stops at the first match (min() over a join would read the whole range).
+          SELECT least(${capMs}::float8, (
+            SELECT extract(epoch FROM (d.next_attempt_at - now())) * 1000
+            FROM webhook_deliveries d
+            WHERE d.status = 'pending' AND d.next_attempt_at > now()
+              AND EXISTS (
+                SELECT 1 FROM webhook_subscriptions s
+                WHERE s.school_id = d.school_id AND s.id = d.subscription_id AND s.status <> 'disabled'
+              )
+            ORDER BY d.next_attempt_at
+            LIMIT 1
+          ))::float8 AS wait_ms`.pipe(
           Effect.flatMap((rows) => Effect.orDie(decodeNextDue(rows))),
           Effect.flatMap(single),
           Effect.map((row) => row.wait_ms)
@@ -447,15 +492,18 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
           Effect.flatMap(single)
         )
 
-      // Due work is a range of `webhook_deliveries_due` (next_attempt_at WHERE pending), its oldest the
-      // range's first entry; the outbox's oldest pending event is the first of `outbox_events_pending`.
-      // Subscriptions are few per school; their count is a scan of a small table.
+      // Due work is a range of `webhook_deliveries_due` (next_attempt_at WHERE pending), each joined to
+      // its subscription (a primary-key probe) so a disabled one's waiting work is not counted: it is
+      // not due until the school enables it (docs/operations.md "Alerts"). The outbox's oldest pending
+      // event is the first of `outbox_events_pending`. Subscriptions are few per school; their count is
+      // a scan of a small table.
       const gauges = () =>
         sql`
           WITH due AS (
-            SELECT next_attempt_at FROM webhook_deliveries
-            WHERE status = 'pending' AND next_attempt_at <= now()
-              AND (lease_until IS NULL OR lease_until <= now())
+            SELECT d.next_attempt_at FROM webhook_deliveries d
+            JOIN webhook_subscriptions s ON s.school_id = d.school_id AND s.id = d.subscription_id AND s.status <> 'disabled'
+            WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+              AND (d.lease_until IS NULL OR d.lease_until <= now())
           )
           SELECT
             (SELECT count(*) FROM due)::int AS due,
@@ -474,7 +522,14 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
           }))
         )
 
-      return DeliveryQueue.of({ fanOut, claim, record, release, nextDue, purge, wakeups, gauges })
+      const databaseNow = () =>
+        sql`SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms`.pipe(
+          Effect.flatMap((rows) => Effect.orDie(decodeNow(rows))),
+          Effect.flatMap(single),
+          Effect.map((row) => row.ms)
+        )
+
+      return DeliveryQueue.of({ fanOut, claim, record, release, nextDue, purge, wakeups, gauges, databaseNow })
     })
   )
 }

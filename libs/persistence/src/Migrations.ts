@@ -16,6 +16,7 @@ import * as Sessions from "./migrations/0500_sessions.ts"
 import * as BackOffice from "./migrations/0510_back_office.ts"
 import * as FirstAttended from "./migrations/0540_attendance_first_attended.ts"
 import * as Dispatcher from "./migrations/0600_dispatcher.ts"
+import * as FairDelivery from "./migrations/0700_fair_delivery.ts"
 
 /** A migration that runs its statements one by one. */
 export const fromStatements = (statements: ReadonlyArray<string>) =>
@@ -36,7 +37,8 @@ export const migrations = {
   "0500_sessions": fromStatements(Sessions.statements),
   "0510_back_office": fromStatements(BackOffice.statements),
   "0540_attendance_first_attended": fromStatements(FirstAttended.statements),
-  "0600_dispatcher": fromStatements(Dispatcher.statements)
+  "0600_dispatcher": fromStatements(Dispatcher.statements),
+  "0700_fair_delivery": fromStatements(FairDelivery.statements)
 }
 
 /** Applies every pending migration; returns the ones it applied. */

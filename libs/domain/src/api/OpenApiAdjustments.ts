@@ -462,17 +462,22 @@ const EVENT_SUMMARIES: Record<Events.EventName, string> = {
 /** The headers of every delivery attempt, as a receiver reads them (libs/domain/src/WebhookSignature.ts). */
 const webhookHeaders = (event: string): ReadonlyArray<Json> => {
   const header = (name: string, description: string, schema: Json) => ({ name, in: "header", required: true, description, schema })
-  const id = { type: "string", pattern: "^[1-9][0-9]*$" }
+  // docs/decisions.md "Delivery ids": opaque, the same on every attempt (WebhookSignature.DeliveryPublicId).
+  const id = { type: "string", pattern: "^msg_[0-9a-f]{32}$", example: "msg_8f14e45fceea4e9b9c2a3d7b1e0f6a52" }
   return [
     header("X-Service-Event", "The event's name.", { type: "string", enum: [event] }),
-    header("X-Service-Delivery", "The delivery id: the same on every attempt of this delivery; deduplicate on it.", id),
+    header(
+      "X-Service-Delivery",
+      "The delivery's opaque id (msg_ + 32 hex digits): the same on every attempt of this delivery, from any dispatcher; deduplicate on it.",
+      id
+    ),
     header(
       "X-Service-Signature",
       "spec 6.2: lowercase hex HMAC-SHA256 of the raw body bytes, keyed with the UTF-8 bytes of the whole " +
         `subscription secret as shown (\`${WebhookSignature.SECRET_PREFIX}…\`). Compare in constant time.`,
       { type: "string", pattern: "^[0-9a-f]{64}$" }
     ),
-    header("webhook-id", "Standard Webhooks: the delivery id (as X-Service-Delivery).", id),
+    header("webhook-id", "Standard Webhooks: the delivery's opaque id (as X-Service-Delivery).", id),
     header(
       "webhook-timestamp",
       "Standard Webhooks: unix seconds of THIS attempt (a retry carries its own time), within the libraries' tolerance.",
