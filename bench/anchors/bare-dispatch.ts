@@ -3,8 +3,9 @@
  * "Benchmark"): the floor of webhook delivery on this machine. It claims with
  * the dispatcher's own claim statement (libs/persistence/src/DeliveryQueue.ts
  * `claim`, same driver, same pool size, same batch and caps), signs and
- * POSTs each stored body as the dispatcher does
- * (apps/dispatcher/src/Receiver.ts `postAttempt`), keeping
+ * POSTs each stored body with the dispatcher's receiver client
+ * (apps/dispatcher/src/Receiver.ts `postAttempt`: same sockets bound, same
+ * time-out, the delivery's opaque id as `webhook-id`), keeping
  * DISPATCHER_CONCURRENCY attempts in flight, and marks the deliveries
  * `delivered` in batches. Nothing else: no fan-out (the harness loads
  * deliveries with their bodies), no journal, no retry plan, no LISTEN (it
@@ -13,8 +14,9 @@
  * Says `{ ready: true }` over the Node IPC channel once connected; env:
  * DATABASE_URL, BENCH_CONCURRENCY, BENCH_PER_SUBSCRIPTION, BENCH_LEASE_MS.
  */
-import { Effect, Layer, ManagedRuntime, Option, Result } from "effect"
+import { Duration, Effect, Layer, ManagedRuntime, Option, Result } from "effect"
 import { SqlClient } from "effect/sql"
+import * as FairShare from "@school/domain/FairShare"
 import * as WebhookSecret from "@school/domain/WebhookSecret"
 import { type Claimed, DeliveryQueue } from "@school/persistence/DeliveryQueue"
 import * as Sql from "@school/persistence/Sql"
@@ -31,18 +33,28 @@ const runtime = ManagedRuntime.make(
     Layer.provideMerge(
       // The dispatcher's pool size.
       Sql.layer({ url: process.env["DATABASE_URL"] ?? "", maxConnections: 6, applicationName: "school-bench-bare-loop" })
-    )
+    ),
+    // The dispatcher's client, with its default time-out; closing the runtime closes its sockets.
+    Layer.merge(Receiver.Receiver.layer({ concurrency, timeout: Duration.seconds(10), allowInsecureUrls: true }))
   )
 )
 
 const keys = WebhookSecret.keyRing(Option.none())
-const agents = Receiver.makeAgents()
-const policy = { allowInsecure: true }
 
 const claim = (limit: number) =>
   runtime.runPromise(Effect.gen(function*() {
     const queue = yield* DeliveryQueue
-    return yield* queue.claim({ limit, perSubscription, leaseMs })
+    // The dispatcher's claim round as the dispatcher makes it with nothing held (apps/dispatcher/src/Claimer.ts).
+    return yield* queue.claim({
+      limit,
+      perSubscription,
+      leaseMs,
+      capacity: concurrency * 2,
+      reserve: FairShare.reserveOf(concurrency),
+      active: [],
+      holding: [],
+      after: 0
+    })
   }))
 
 const markDelivered = (done: ReadonlyArray<Claimed>) =>
@@ -87,17 +99,14 @@ const mark = () => {
 const send = async (delivery: Claimed) => {
   const secret = WebhookSecret.decrypt(keys, delivery.secret_ciphertext)
   if (Result.isFailure(secret)) throw new Error(secret.failure)
-  const outcome = await Receiver.postAttempt({
+  const outcome = await runtime.runPromise(Receiver.postAttempt({
     url: delivery.url,
     secret: secret.success,
-    deliveryId: delivery.id,
+    deliveryId: delivery.public_id,
     event: delivery.event,
     body: delivery.body,
-    at: new Date(),
-    timeoutMs: 10_000,
-    policy,
-    agents
-  })
+    at: new Date()
+  }))
   if (outcome.ok) {
     toMark.push(delivery)
     mark()
@@ -144,7 +153,6 @@ const loop = async () => {
 }
 
 const shutdown = () => {
-  agents.http.destroy()
   void runtime.dispose().then(() => process.exit(0))
 }
 process.once("SIGTERM", shutdown)

@@ -6,7 +6,8 @@
  * delivery (the harness adds them in bulk with `addJobs`). The task sends the
  * same POST the dispatcher sends: the same body bytes (carried in the job),
  * the same signature headers and HTTP client as the dispatcher
- * (apps/dispatcher/src/Receiver.ts `postAttempt`, with its keep-alive agents;
+ * (apps/dispatcher/src/Receiver.ts `postAttempt`, with its bounded keep-alive
+ * sockets; the job's numeric delivery id as an opaque `msg_` id, `opaqueId`;
  * the secret decrypted per job as the dispatcher does it). A
  * non-2xx answer throws, so graphile-worker retries it with its own backoff.
  *
@@ -19,7 +20,7 @@
  * DATABASE_URL, BENCH_CONCURRENCY.
  */
 import { Logger, run } from "graphile-worker"
-import { Option, Result } from "effect"
+import { Duration, ManagedRuntime, Option, Result } from "effect"
 import pg from "pg"
 import * as WebhookSecret from "@school/domain/WebhookSecret"
 import * as Receiver from "../../apps/dispatcher/src/Receiver.ts"
@@ -45,8 +46,13 @@ const isPayload = (value: unknown): value is DeliverPayload =>
   "body" in value && typeof value.body === "string"
 
 const keys = WebhookSecret.keyRing(Option.none())
-const agents = Receiver.makeAgents()
-const policy = { allowInsecure: true }
+/** The dispatcher's client, with its default time-out. */
+const receiver = ManagedRuntime.make(
+  Receiver.Receiver.layer({ concurrency, timeout: Duration.seconds(10), allowInsecureUrls: true })
+)
+
+/** A job's numeric delivery id as the opaque id receivers see: `msg_` and 32 hex digits. */
+export const opaqueId = (deliveryId: number): string => `msg_${deliveryId.toString(16).padStart(32, "0")}`
 
 const loadSecrets = async (): Promise<ReadonlyMap<number, Uint8Array>> => {
   const client = new pg.Client({ connectionString })
@@ -80,25 +86,21 @@ const main = async () => {
         if (ciphertext === undefined) throw new Error(`deliver: no subscription ${payload.subscriptionId}`)
         const secret = WebhookSecret.decrypt(keys, ciphertext)
         if (Result.isFailure(secret)) throw new Error(`deliver: ${secret.failure}`)
-        const outcome = await Receiver.postAttempt({
+        const outcome = await receiver.runPromise(Receiver.postAttempt({
           url: payload.url,
           secret: secret.success,
-          deliveryId: payload.deliveryId,
+          deliveryId: opaqueId(payload.deliveryId),
           event: payload.event,
           body: payload.body,
-          at: new Date(),
-          timeoutMs: 10_000,
-          policy,
-          agents
-        })
+          at: new Date()
+        }))
         if (!outcome.ok) throw new Error(`deliver: ${outcome.error ?? outcome.responseCode}`)
       }
     }
   })
   process.send?.({ ready: true })
   await runner.promise
-  agents.http.destroy()
-  agents.https.destroy()
+  await receiver.dispose()
 }
 
 main().catch((error: unknown) => {
