@@ -41,6 +41,8 @@ describe("the dispatcher with the database away", () => {
       })
       const health = `http://127.0.0.1:${dispatcher.port}/health`
       yield* receiver.waitFor(1)
+      // Recorded before the database goes (else it is sent again once back: at least once).
+      yield* T.eventually("the first attempt recorded", T.attempts(schoolId).pipe(withDatabase(first.url)), (rows) => rows.length === 1)
 
       yield* first.stop
       assert.strictEqual((yield* pollUntil(`${health}/ready`, (status) => status === 503, 10_000, 100)).status, 503)

@@ -13,8 +13,9 @@
  * - 4 failures: `failed`, the subscription `problematic`, the full-access
  *   staff (owner, administrator) notified once per transition, new events
  *   still delivered, and a success returns it to `active`;
- * - a disabled subscription gets no new deliveries and its pending retries
- *   wait; enabled again, they go on;
+ * - a disabled subscription's new events are journaled as `skipped` and
+ *   nothing is sent for them, its pending retries wait; enabled again, they
+ *   go on, and the skipped events stay skipped;
  * - resend and recovery rows (new deliveries with `resend_of`) go out like
  *   any other, with the same body.
  */
@@ -96,7 +97,9 @@ layer(TestDatabase.layer, { excludeTestServices: true })("the dispatcher deliver
       assert.strictEqual(delivery?.attempts, 4)
       assert.strictEqual(delivery?.event_id, eventId)
       assert.strictEqual(delivery?.body, first.body)
-      assert.strictEqual(header(first.headers["webhook-id"]), String(delivery?.id))
+      // The delivery's opaque id, never its number (docs/decisions.md "Delivery ids").
+      assert.strictEqual(header(first.headers["webhook-id"]), delivery?.public_id)
+      assert.match(delivery?.public_id ?? "", /^msg_[0-9a-f]{32}$/u)
       const attempts = yield* T.attempts(schoolId)
       assert.deepStrictEqual(attempts.map((a) => [a.attempt, a.response_code, a.error]), [
         [1, 500, null],
@@ -147,7 +150,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("the dispatcher deliver
       yield* T.setStatus(schoolId, sub.id, "disabled")
     }))
 
-  it.effect("a disabled subscription: no new deliveries, its pending retries wait; enabled, they go on", () =>
+  it.effect("a disabled subscription: events journaled as skipped, nothing sent, its pending retries wait; enabled, they go on", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const { schoolId } = yield* T.school("Disabled school")
@@ -162,17 +165,22 @@ layer(TestDatabase.layer, { excludeTestServices: true })("the dispatcher deliver
       // The retry that was due while disabled did not go out (at most one already in flight at the switch).
       assert.isAtMost(attemptsWhileDisabled, 2)
       yield* T.leads(schoolId, 1, "Egor")
+      const whileDisabled = yield* T.eventually("the event journaled as skipped", T.deliveries(schoolId), (rows) => rows.length === 2)
+      assert.deepStrictEqual(whileDisabled.map((row) => [row.status, row.attempts]), [["pending", attemptsWhileDisabled], ["skipped", 0]])
       yield* Effect.sleep("500 millis")
-      assert.strictEqual((yield* T.deliveries(schoolId)).length, 1, "no delivery for an event while disabled")
-      assert.strictEqual(receiver.received.length, attemptsWhileDisabled)
+      assert.strictEqual(receiver.received.length, attemptsWhileDisabled, "nothing sent for it")
 
       receiver.setBehaviour(() => ok)
       yield* T.setStatus(schoolId, sub.id, "active")
-      const [row] = yield* T.eventually("retried and delivered", T.deliveries(schoolId), (rows) => rows[0]?.status === "delivered")
+      const [row, skipped] = yield* T.eventually("retried and delivered", T.deliveries(schoolId), (rows) => rows[0]?.status === "delivered")
       assert.strictEqual(row?.attempts, attemptsWhileDisabled + 1)
-      // The event of the disabled time was not fanned out to it, and is gone from the outbox.
+      // Enabling sends nothing by itself: the skipped event stays skipped (recover sends it).
+      yield* Effect.sleep("300 millis")
+      assert.strictEqual(skipped?.status, "skipped")
+      assert.strictEqual(receiver.received.length, attemptsWhileDisabled + 1)
+      // The skipped event stays in the outbox while its journal entry does (recover needs its payload).
       const events = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM outbox_events WHERE school_id = ${schoolId}`
-      assert.strictEqual(events[0]?.n, 1)
+      assert.strictEqual(events[0]?.n, 2)
     }))
 
   it.effect("resend and recovery rows go out like any other, with the stored body", () =>
@@ -195,7 +203,9 @@ layer(TestDatabase.layer, { excludeTestServices: true })("the dispatcher deliver
       assert.strictEqual(rows[1]?.attempts, 1)
       const last = receiver.received.at(-1)
       assert.strictEqual(last?.body, failed?.body ?? "")
-      assert.strictEqual(header(last?.headers["webhook-id"]), String(rows[1]?.id))
+      // A resend is a new delivery: a new opaque id.
+      assert.strictEqual(header(last?.headers["webhook-id"]), rows[1]?.public_id)
+      assert.notStrictEqual(rows[1]?.public_id, failed?.public_id)
       verify(sub.secret, last?.raw ?? Buffer.alloc(0), last?.headers ?? {})
     }))
 })

@@ -67,6 +67,8 @@ export const leads = Effect.fnUntraced(function*(schoolId: number, count: number
 
 export interface DeliveryRow {
   readonly id: number
+  /** The opaque id receivers see. */
+  readonly public_id: string
   readonly subscription_id: number
   readonly event_id: number
   readonly status: string
@@ -78,7 +80,7 @@ export interface DeliveryRow {
 export const deliveries = Effect.fnUntraced(function*(schoolId: number) {
   const sql = yield* SqlClient.SqlClient
   return yield* sql<DeliveryRow>`
-    SELECT id::float8 AS id, subscription_id, event_id::float8 AS event_id, status, attempts, body,
+    SELECT id::float8 AS id, public_id, subscription_id, event_id::float8 AS event_id, status, attempts, body,
            resend_of::float8 AS resend_of
     FROM webhook_deliveries WHERE school_id = ${schoolId} ORDER BY id`
 }, Effect.orDie)

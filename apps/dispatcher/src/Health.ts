@@ -1,11 +1,13 @@
 /**
- * The dispatcher's liveness and readiness for orchestrators (issue 11;
+ * The dispatcher's liveness and readiness for orchestrators (
  * docs/operations.md "Process endpoints"), the same answers as the API's
  * (apps/api/src/Health.ts) on DISPATCHER_PORT: `/health/live` is 200 while
  * the process runs; `/health/ready` is 200 while the delivery loop's last
  * step reached the database and `SELECT 1` answers within 2 s, else 503
- * `not_ready` (the database away), or 503 `shutting_down` from SIGTERM on
- * (libs/runtime/src/Shutdown.ts; docs/operations.md "Shutdown").
+ * `not_ready` (the database away), 503 `clock_skewed` (this machine's clock
+ * more than a minute from the database's; docs/operations.md "Clock"), or
+ * 503 `shutting_down` from SIGTERM on (libs/runtime/src/Shutdown.ts;
+ * docs/operations.md "Shutdown").
  *
  * `/metrics` is the dispatcher's metrics in the Prometheus text format
  * (apps/dispatcher/src/Metrics.ts, docs/operations.md "Metrics").
@@ -35,6 +37,9 @@ const withRequestId = (request: Http.IncomingMessage, response: Http.ServerRespo
 }
 
 const NOT_READY = { error: { code: "not_ready", message: "The database does not answer." } }
+const CLOCK_SKEWED = {
+  error: { code: "clock_skewed", message: "This machine's clock is more than a minute from the database's: fix it (NTP)." }
+}
 const READY = { status: "ready" }
 
 /**
@@ -52,6 +57,7 @@ export const serveHealth = (host: string, port: number) =>
     const context = yield* Effect.context<never>()
     const ready = Effect.gen(function*() {
       if (yield* stopping) return SHUTTING_DOWN
+      if (yield* dispatcher.clockSkewed) return CLOCK_SKEWED
       if (!(yield* dispatcher.ready)) return NOT_READY
       return yield* sql`SELECT 1`.pipe(Effect.timeout("2 seconds"), Effect.as(READY), Effect.orElseSucceed(() => NOT_READY))
     })

@@ -7,6 +7,13 @@
  * - per attempt: what the delivery became (`webhook_deliveries_total`), the
  *   attempt's result in the journal's terms (`webhook_attempts_total`), its
  *   duration (`webhook_attempt_duration_seconds`);
+ * - attempts that failed on our side (`webhook_attempts_postponed_total`,
+ *   by cause: descriptors, sockets, our resolver): not the receivers'
+ *   failures, so they are neither in the journal nor in the counters above;
+ * - events journaled as skipped for disabled subscriptions
+ *   (`webhook_deliveries_skipped_total`);
+ * - the clock: this machine's clock less the database's, as last measured
+ *   (`dispatcher_clock_skew_seconds`; docs/operations.md "Clock");
  * - at each scrape, from ONE statement (DeliveryQueue `gauges`): due
  *   deliveries waiting, the oldest one's age, problematic subscriptions and
  *   the fan-out's lag; then the process gauges.
@@ -63,6 +70,41 @@ export const attempted = (outcome: Outcome, became: DeliveryOutcome): Effect.Eff
     Metric.update(attemptDuration, outcome.durationMs / 1000)
   ], { discard: true })
 
+/**
+ * What an attempt that failed on our side ran into, as the journal's error
+ * kinds name it: descriptors or local resources (`connection_error`), no
+ * free socket in time (`timeout`), our resolver (`dns_error`).
+ */
+export type PostponedCause = "connection_error" | "timeout" | "dns_error"
+
+const postponedBy = Metrics.countersBy<PostponedCause>(
+  "webhook_attempts_postponed_total",
+  "Attempts that failed on the dispatcher's side (descriptors, sockets, its DNS resolver), by cause: retried shortly, not counted against the receiver.",
+  "cause",
+  ["connection_error", "timeout", "dns_error"]
+)
+
+/** Counts an attempt that failed on our side. */
+export const postponedAttempt = (outcome: Outcome): Effect.Effect<void> => {
+  const cause: PostponedCause = outcome.error === "timeout" || outcome.error === "dns_error" ? outcome.error : "connection_error"
+  return Metric.update(postponedBy[cause], 1)
+}
+
+const skipped = Metric.counter("webhook_deliveries_skipped_total", {
+  description: "Events journaled as skipped because their subscription was disabled.",
+  incremental: true
+})
+
+/** Counts deliveries the fan-out journaled as skipped. */
+export const skippedDeliveries = (count: number): Effect.Effect<void> => Metric.update(skipped, count)
+
+const clockSkew = Metric.gauge("dispatcher_clock_skew_seconds", {
+  description: "This machine's clock less the database's, as last measured (positive: ahead)."
+})
+
+/** The clock's last measured skew. */
+export const clockSkewed = (skewMs: number): Effect.Effect<void> => Metric.update(clockSkew, skewMs / 1000)
+
 const due = Metric.gauge("webhook_deliveries_due", {
   description: "Deliveries due and not taken by a dispatcher."
 })
@@ -86,12 +128,13 @@ const setGauges = (gauges: Gauges) =>
 
 /** The counters at 0 before the first attempt, so a rate over them exists from the start. */
 export const initialize: Effect.Effect<void> = Effect.all(
-  [...Object.values(deliveriesBy).map((counter) => Metric.update(counter, 0)), setGauges({
-    due: 0,
-    oldestDueAgeSeconds: 0,
-    problematic: 0,
-    fanOutLagSeconds: 0
-  })],
+  [
+    ...Object.values(deliveriesBy).map((counter) => Metric.update(counter, 0)),
+    ...Object.values(postponedBy).map((counter) => Metric.update(counter, 0)),
+    Metric.update(skipped, 0),
+    setGauges({ due: 0, oldestDueAgeSeconds: 0, problematic: 0, fanOutLagSeconds: 0 }),
+    clockSkewed(0)
+  ],
   { discard: true }
 )
 

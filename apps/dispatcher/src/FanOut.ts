@@ -1,0 +1,61 @@
+/**
+ * The fan-out (DeliveryQueue `fanOut`; docs/decisions.md "Webhooks"): turns
+ * outbox events into deliveries, FAN_OUT_BATCH events per statement, the
+ * next batch at once while batches come back full; then it waits for the
+ * outbox's NOTIFY (LISTEN on a connection of its own) or POLL, the safety
+ * net for a missed notification or a lost listen connection. A batch that
+ * made deliveries wakes the claim (`made`). Events of a disabled
+ * subscription are journaled as skipped there, and counted.
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import type { DeliveryQueue } from "@school/persistence/DeliveryQueue"
+import * as Metrics from "./Metrics.ts"
+import type { Outage } from "./Outage.ts"
+import * as Signal from "./Signal.ts"
+
+/** Events fanned out per statement. */
+const FAN_OUT_BATCH = 500
+
+export const run = (options: {
+  readonly queue: DeliveryQueue["Service"]
+  readonly outage: Outage
+  readonly pollMs: number
+  /** After a batch that made deliveries. */
+  readonly made: Effect.Effect<void>
+}) =>
+  Effect.gen(function*() {
+    const { outage, queue } = options
+    const notified = yield* Signal.make
+
+    const listen = Effect.scoped(
+      queue.wakeups.pipe(
+        Effect.tap(() => Effect.logDebug("dispatcher: listening to the outbox")),
+        // A notification that arrived while the connection was down is caught by the next cycle.
+        Effect.tap(() => notified.wake),
+        Effect.flatMap((stream) => Stream.runForEach(stream, () => notified.wake))
+      )
+    ).pipe(
+      Effect.catch((error) =>
+        Effect.logWarning("dispatcher: the outbox listen connection was lost; polling meanwhile", { error: error.message })
+      ),
+      Effect.andThen(Effect.sleep(Duration.seconds(1))),
+      Effect.forever
+    )
+
+    /** One batch; how long to wait before the next (0: at once). */
+    const pass: Effect.Effect<number> = queue.fanOut(FAN_OUT_BATCH).pipe(
+      Effect.tap((fanned) => fanned.deliveries > 0 ? options.made : Effect.void),
+      Effect.tap((fanned) => fanned.skipped > 0 ? Metrics.skippedDeliveries(fanned.skipped) : Effect.void),
+      Effect.tap(() => outage.answered),
+      Effect.map((fanned) => fanned.events === FAN_OUT_BATCH ? 0 : options.pollMs),
+      Effect.catch((error) => Effect.as(outage.failed("fan-out")(error), options.pollMs)),
+      Effect.catchDefect((defect) =>
+        Effect.as(Effect.logError("dispatcher: a pass failed unexpectedly; going on", { step: "fan-out", defect: String(defect) }), options.pollMs)
+      )
+    )
+
+    yield* Effect.forkScoped(listen)
+    return yield* Effect.forever(Effect.flatMap(pass, (waitMs) => waitMs === 0 ? Effect.void : notified.sleep(waitMs)))
+  })

@@ -1,0 +1,81 @@
+/**
+ * Records what came of the attempts (DeliveryQueue `record`; docs/decisions.md
+ * "Webhooks"), in batches: the attempts queue up as they end, and
+ * `Stream.groupedWithin` makes a batch of what arrived within RECORD_WINDOW
+ * of the first (at most RECORD_BATCH), one statement each. A batch is
+ * retried a few times (the leases still cover it); one that still fails is
+ * logged, and its deliveries go out again once their leases end (at least
+ * once). Each batch recorded wakes the claim (`recorded`): leases and the
+ * subscriptions' caps were freed.
+ *
+ * `stop` ends the queue, lets the stream record what is left, and waits for
+ * it (5 s at most).
+ */
+import type * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
+import type { AttemptRecord, DeliveryQueue } from "@school/persistence/DeliveryQueue"
+import type { Outage } from "./Outage.ts"
+
+/** Attempts recorded per statement, at most. */
+const RECORD_BATCH = 200
+/** How long a batch gathers after its first attempt ended. */
+const RECORD_WINDOW = Duration.millis(2)
+
+export interface Recorder {
+  readonly offer: (record: AttemptRecord) => Effect.Effect<void>
+  readonly stop: Effect.Effect<void>
+}
+
+export const make = (options: {
+  readonly queue: DeliveryQueue["Service"]
+  readonly outage: Outage
+  /** After each batch recorded. */
+  readonly recorded: Effect.Effect<void>
+}) =>
+  Effect.gen(function*() {
+    const results = yield* Queue.unbounded<AttemptRecord, Cause.Done>()
+
+    const recordBatch = (batch: ReadonlyArray<AttemptRecord>) =>
+      options.queue.record(batch).pipe(
+        Effect.retry(Schedule.max([Schedule.spaced("250 millis"), Schedule.recurs(8)])),
+        Effect.tap((recorded) =>
+          Effect.andThen(
+            options.outage.answered,
+            recorded.problematic > 0 || recorded.recovered > 0
+              ? Effect.logWarning("dispatcher: subscriptions changed status", recorded)
+              : Effect.void
+          )
+        ),
+        Effect.andThen(options.recorded),
+        Effect.catch((error) =>
+          Effect.andThen(
+            options.outage.failed("record")(error),
+            Effect.logError(
+              "dispatcher: attempts not recorded; their deliveries go out again once their lease ends",
+              { attempts: batch.length }
+            )
+          )
+        ),
+        Effect.catchDefect((defect) => Effect.logError("dispatcher: a record failed unexpectedly; going on", { defect: String(defect) }))
+      )
+
+    const fiber = yield* Stream.fromQueue(results).pipe(
+      Stream.groupedWithin(RECORD_BATCH, RECORD_WINDOW),
+      Stream.runForEach(recordBatch),
+      Effect.forkScoped
+    )
+
+    return {
+      offer: (record) => Effect.asVoid(Queue.offer(results, record)),
+      stop: Queue.end(results).pipe(
+        Effect.andThen(Fiber.join(fiber)),
+        Effect.timeout(Duration.seconds(5)),
+        Effect.ignore
+      )
+    } satisfies Recorder
+  })

@@ -1,0 +1,27 @@
+/**
+ * A wake-up between the dispatcher's pieces (apps/dispatcher/src/Dispatcher.ts):
+ * one pending wake-up at most, since more would only repeat the same pass.
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+
+export interface Signal {
+  /** Wakes the waiter (or the next wait, when none waits now). */
+  readonly wake: Effect.Effect<void>
+  /** Waits for a wake-up. */
+  readonly wait: Effect.Effect<void>
+  /** Waits `ms`, or less when woken. */
+  readonly sleep: (ms: number) => Effect.Effect<void>
+}
+
+export const make: Effect.Effect<Signal> = Effect.map(Queue.sliding<void>(1), (queue) => {
+  const wait = Queue.take(queue)
+  return {
+    wake: Effect.sync(() => {
+      Queue.offerUnsafe(queue, undefined)
+    }),
+    wait,
+    sleep: (ms) => Effect.asVoid(Effect.raceFirst(wait, Effect.sleep(Duration.millis(ms))))
+  }
+})
