@@ -1,7 +1,6 @@
 /**
- * Real answers match the back office's OpenAPI document (issue 13
- * "Integrators": "The back office's document gets the same test"): every
- * operation of `/api/crm/v1` is driven over HTTP through its success and each
+ * Real answers match the back office's OpenAPI document, as the public
+ * API's do (test/api/openapi-conformance.test.ts): every operation of `/api/crm/v1` is driven over HTTP through its success and each
  * error status it documents, and every answer (status, documented headers
  * such as Retry-After and X-Request-Id, and the body) is checked against the
  * served document's schema for that operation and status (ajv, JSON Schema
@@ -17,7 +16,10 @@
  * (signed in through the API, by `Authorization: Session <token>`; the
  * `crm_session` cookie where the cross-site request forgery rule needs it),
  * and a `basic` school for TARIFF_TOO_LOW. Webhook deliveries are written
- * with SQL where the dispatcher would write them.
+ * with SQL where the dispatcher would write them; the webhook limits
+ * (docs/back-office.md "Webhook limits") are reached at their defaults: a
+ * subscription's 11th action within a minute (429 with Retry-After) and the
+ * school's 21st subscription (409).
  */
 import { assert, layer } from "@effect/vitest"
 import { Deferred, Duration, Effect, Fiber, Layer, Schema } from "effect"
@@ -264,6 +266,32 @@ layer(Env, { excludeTestServices: true })("the back office answers as its OpenAP
         yield* unauthenticated(method, path(deliveryId))
       }
       yield* refused(409, "CONFLICT", `/webhooks/${disabledId}/deliveries/${disabledDelivery}/resend`, { method: "POST", as: owner })
+      yield* refused(422, "VALIDATION_FAILED", `/webhooks/${hookId}/recover`, {
+        method: "POST",
+        as: owner,
+        body: { since: "2025-12-31T00:00:00Z", which: "all" }
+      }, ["which"])
+      yield* expect(202, `/webhooks/${hookId}/recover`, { method: "POST", as: owner, body: { since: "2025-12-31T00:00:00Z", which: "skipped" } })
+
+      // The limits (docs/back-office.md "Webhook limits"): a subscription's 11th action within a minute is 429 with
+      // Retry-After, whichever action it is; the school's 21st subscription is 409.
+      const busyId = idOf(yield* expect(201, "/webhooks", { method: "POST", as: owner, body: subscription }))
+      const busyDelivery = yield* delivery(busyId)
+      for (let i = 0; i < 10; i++) yield* expect(202, `/webhooks/${busyId}/test`, { method: "POST", as: owner })
+      yield* refused(429, "TOO_MANY_ATTEMPTS", `/webhooks/${busyId}/test`, { method: "POST", as: owner })
+      yield* refused(429, "TOO_MANY_ATTEMPTS", `/webhooks/${busyId}/deliveries/${busyDelivery}/resend`, { method: "POST", as: owner })
+      yield* refused(429, "TOO_MANY_ATTEMPTS", `/webhooks/${busyId}/recover`, { method: "POST", as: owner, body: { since: "2025-12-31T00:00:00Z" } })
+      const subscriptions = Number((yield* sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM webhook_subscriptions WHERE school_id = ${school.schoolId}`)[0]?.n)
+      for (let i = subscriptions; i < 20; i++) yield* expect(201, "/webhooks", { method: "POST", as: owner, body: subscription })
+      yield* refused(409, "CONFLICT", "/webhooks", { method: "POST", as: owner, body: subscription })
+
+      // Deletion: 200, then 404; 422 for a bad id; 403 for a manager; 401 without a session.
+      yield* expect(200, `/webhooks/${busyId}`, { method: "DELETE", as: owner })
+      yield* refused(404, "NOT_FOUND", `/webhooks/${busyId}`, { method: "DELETE", as: owner })
+      yield* refused(422, "VALIDATION_FAILED", "/webhooks/1.5", { method: "DELETE", as: owner }, ["id"])
+      yield* refused(403, "FORBIDDEN", `/webhooks/${hookId}`, { method: "DELETE", as: manager })
+      yield* unauthenticated("DELETE", `/webhooks/${hookId}`)
 
       // Reference data, groups, lessons, students, payments: each a POST with a body.
       const subjectId = idOf(yield* expect(201, "/subjects", { method: "POST", as: owner, body: { name: "Maths" } }))
@@ -400,7 +428,7 @@ layer(Env, { excludeTestServices: true })("the back office answers as its OpenAP
           : { method: method.toUpperCase(), as: owner, ...(method === "get" ? {} : { body: {} }) }
         return [route, request] as const
       })
-      assert.strictEqual(everyOperation.length, 37)
+      assert.strictEqual(everyOperation.length, 38)
       // What every call reads first: the session's routing table (sign-in: its failure count).
       const firstRead = sql`session_tokens, login_failures`
 

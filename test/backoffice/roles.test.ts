@@ -34,6 +34,7 @@ const ACCESS: Readonly<Record<string, ReadonlyArray<Role>>> = {
   "GET /webhooks": FULL,
   "GET /webhooks/:id": FULL,
   "PATCH /webhooks/:id": FULL,
+  "DELETE /webhooks/:id": FULL,
   "POST /webhooks/:id/disable": FULL,
   "POST /webhooks/:id/enable": FULL,
   "POST /webhooks/:id/test": FULL,

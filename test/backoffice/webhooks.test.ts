@@ -5,9 +5,14 @@
  * roles (403 before anything is decoded or changed), 404 across schools and
  * across subscriptions, the receiver-URL rule with DNS (a resolver that
  * knows a few `.example.test` names, the system's for the rest), the secret
- * shown once and stored encrypted, the journal, resend and recover rows
+ * shown once and stored encrypted, the journal (skipped entries,
+ * `next_attempt_at`, `webhook_id`), `skipped_events`, deletion (what goes,
+ * what stays), resend and recover rows, `which: "skipped"` included
  * (written with SQL where the dispatcher would write them), and concurrent
- * recoveries. A second server allows insecure URLs and has its own key.
+ * recoveries. This server allows more subscriptions per school than the
+ * default (test/backoffice/webhook-limits.test.ts tests the limits), since
+ * every test here adds to one school. A second server allows insecure URLs
+ * and has its own key.
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Option, Result, Schema } from "effect"
@@ -45,7 +50,8 @@ const Subscription = Schema.Struct({
   events: Schema.Array(Schema.String),
   status: Schema.Literals(["active", "problematic", "disabled"]),
   created_at: Ts,
-  updated_at: Ts
+  updated_at: Ts,
+  skipped_events: Schema.Int
 })
 const Page = Schema.Struct({
   success: Schema.Literal(true),
@@ -55,11 +61,13 @@ const Page = Schema.Struct({
 const JournalEntry = Schema.Struct({
   id: Schema.Int,
   event: Schema.String,
-  status: Schema.Literals(["pending", "delivered", "failed"]),
+  status: Schema.Literals(["pending", "delivered", "failed", "skipped"]),
   response_code: Schema.NullOr(Schema.Int),
   attempts: Schema.Int,
   created_at: Ts,
-  last_attempt_at: Schema.NullOr(Ts)
+  last_attempt_at: Schema.NullOr(Ts),
+  next_attempt_at: Schema.NullOr(Ts),
+  webhook_id: Schema.String.check(Schema.isPattern(/^msg_[0-9a-f]{32}$/u))
 })
 const Detail = Schema.Struct({
   ...JournalEntry.fields,
@@ -144,7 +152,7 @@ const insertEvent = (schoolId: number, studentId = 1) =>
   }).pipe(Effect.orDie)
 
 interface DeliveryRow {
-  readonly status?: "pending" | "delivered" | "failed"
+  readonly status?: "pending" | "delivered" | "failed" | "skipped"
   readonly finishedAt?: string | null
   readonly attempts?: number
   readonly responseCode?: number | null
@@ -173,8 +181,16 @@ const insertDelivery = (schoolId: number, subscriptionId: number, eventId: numbe
     return rows[0]?.id ?? 0
   }).pipe(Effect.orDie)
 
+/** Every test here adds subscriptions to school A: more than WEBHOOK_MAX_SUBSCRIPTIONS' default allows. */
+const ROOMY = { ...WebhookConfig.defaultValue(), maxSubscriptions: 10_000 }
+
 const Env = World.layer.pipe(
-  Layer.provideMerge(TestServer.layer().pipe(Layer.provide(Layer.succeed(HostResolver, fakeResolve)))),
+  Layer.provideMerge(
+    TestServer.layer().pipe(
+      Layer.provide(Layer.succeed(HostResolver, fakeResolve)),
+      Layer.provide(Layer.succeed(WebhookConfig, ROOMY))
+    )
+  ),
   Layer.provideMerge(TestDatabase.layer)
 )
 
@@ -370,7 +386,8 @@ layer(Env, { excludeTestServices: true })("webhook subscriptions", (it) => {
           events: ["group.enrolled", "lesson.completed"],
           status: "active",
           created_at: mine.created_at,
-          updated_at: mine.created_at
+          updated_at: mine.created_at,
+          skipped_events: 0
         })
         const theirs = yield* create(otherOwner)
         BackOffice.expectError(yield* owner.get(`/webhooks/${theirs.id}`), 404, "NOT_FOUND")
@@ -557,14 +574,16 @@ layer(Env, { excludeTestServices: true })("webhook subscriptions", (it) => {
         assert.strictEqual(journal.length, 50)
         assert.deepStrictEqual(journal.map((d) => d.id), ids.slice(-50).reverse())
         const newest = journal[0]
-        assert.deepStrictEqual(newest && { ...newest, created_at: "", last_attempt_at: null }, {
+        assert.deepStrictEqual(newest && { ...newest, created_at: "", last_attempt_at: null, webhook_id: "" }, {
           id: ids[54] ?? 0,
           event: "student.created",
           status: "delivered",
           response_code: 204,
           attempts: 2,
           created_at: "",
-          last_attempt_at: null
+          last_attempt_at: null,
+          next_attempt_at: null,
+          webhook_id: ""
         })
         assert.strictEqual(journal[0]?.last_attempt_at, "2026-01-01T00:00:00.000000Z")
         assert.deepStrictEqual([journal[1]?.status, journal[1]?.last_attempt_at, journal[1]?.response_code], ["pending", null, null])
@@ -590,7 +609,7 @@ layer(Env, { excludeTestServices: true })("webhook subscriptions", (it) => {
           VALUES (${a.schoolId}, ${big}::int8, 2, '2026-01-01T00:01:00.123456Z', 503, NULL, 812, 'busy'),
                  (${a.schoolId}, ${big}::int8, 1, '2026-01-01T00:00:00Z', NULL, 'timeout', 10000, NULL)`
         const detail = BackOffice.dataOf(Detail, yield* owner.get(`/webhooks/${created.id}/deliveries/${big}`))
-        assert.deepStrictEqual({ ...detail, created_at: "" }, {
+        assert.deepStrictEqual({ ...detail, created_at: "", webhook_id: "" }, {
           id: big,
           event: "student.created",
           status: "failed",
@@ -598,6 +617,8 @@ layer(Env, { excludeTestServices: true })("webhook subscriptions", (it) => {
           attempts: 2,
           created_at: "",
           last_attempt_at: "2026-01-01T00:00:00.000000Z",
+          next_attempt_at: null,
+          webhook_id: "",
           body,
           attempts_detail: [
             { attempt: 1, at: "2026-01-01T00:00:00.000000Z", response_code: null, error: "timeout", duration_ms: 10000 },
@@ -810,6 +831,280 @@ layer(Env, { excludeTestServices: true })("webhook subscriptions", (it) => {
         assert.strictEqual(yield* countRows("webhook_deliveries", a.schoolId), before)
       }))
   })
+  describe("DELETE /webhooks/{id}", () => {
+    it.effect("200 { id }: the subscription, its secret, deliveries, attempts and test events go; a shared event and its other deliveries stay; notifications stay, unlinked", () =>
+      Effect.gen(function*() {
+        const { a, owner, admin } = yield* World
+        const sql = yield* SqlClient.SqlClient
+        const doomed = yield* create(owner)
+        const kept = yield* create(owner)
+        // shared: delivered to both; only: to the doomed one alone; unrelated: no delivery at all.
+        const shared = yield* insertEvent(a.schoolId, 1)
+        const only = yield* insertEvent(a.schoolId, 2)
+        const unrelated = yield* insertEvent(a.schoolId, 3)
+        const first = yield* insertDelivery(a.schoolId, doomed.id, shared, { status: "failed", attempts: 4, responseCode: 500, body: "{}" })
+        yield* insertDelivery(a.schoolId, doomed.id, shared, { resendOf: first, body: "{}" })
+        yield* insertDelivery(a.schoolId, doomed.id, only, { status: "skipped" })
+        const keptDelivery = yield* insertDelivery(a.schoolId, kept.id, shared, { status: "delivered", attempts: 1, responseCode: 200 })
+        yield* sql`
+          INSERT INTO webhook_attempts (school_id, delivery_id, attempt, at, response_code, error, duration_ms)
+          VALUES (${a.schoolId}, ${first}::int8, 1, now(), 500, NULL, 10),
+                 (${a.schoolId}, ${keptDelivery}::int8, 1, now(), 200, NULL, 10)`
+        // A test event not fanned out yet, addressed to the doomed subscription, and one to the other.
+        const { event_id: testEvent } = BackOffice.dataOf(Schema.Struct({ event_id: Schema.Int }), yield* owner.post(`/webhooks/${doomed.id}/test`), 202)
+        const { event_id: keptTest } = BackOffice.dataOf(Schema.Struct({ event_id: Schema.Int }), yield* owner.post(`/webhooks/${kept.id}/test`), 202)
+        yield* sql`
+          INSERT INTO notifications (school_id, employee_id, kind, message, subscription_id)
+          VALUES (${a.schoolId}, ${a.ids.owner}, 'subscription_problematic', 'Webhook failing', ${doomed.id}),
+                 (${a.schoolId}, ${a.ids.administrator}, 'subscription_problematic', 'Webhook failing', ${kept.id})`
+
+        const reply = yield* owner.delete(`/webhooks/${doomed.id}`)
+        assert.deepStrictEqual(BackOffice.dataOf(Schema.Struct({ id: Schema.Int }), reply), { id: doomed.id })
+
+        const count = <E>(query: Effect.Effect<ReadonlyArray<{ readonly n: number }>, E>) => Effect.map(query, (rows) => rows[0]?.n)
+        assert.strictEqual(yield* count(sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM webhook_subscriptions WHERE school_id = ${a.schoolId} AND id = ${doomed.id}`), 0)
+        assert.strictEqual(yield* count(sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM webhook_deliveries WHERE school_id = ${a.schoolId} AND subscription_id = ${doomed.id}`), 0)
+        assert.strictEqual(yield* count(sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM webhook_attempts WHERE school_id = ${a.schoolId} AND delivery_id = ${first}`), 0)
+        const events = yield* sql<{ id: number }>`
+          SELECT id::float8 AS id FROM outbox_events
+          WHERE school_id = ${a.schoolId} AND id IN (${shared}, ${only}, ${unrelated}, ${testEvent}, ${keptTest}) ORDER BY id`
+        assert.deepStrictEqual(events.map((row) => row.id), [shared, unrelated, keptTest])
+        // The other subscription is untouched: its delivery of the shared event, its attempt, its notification.
+        const detail = BackOffice.dataOf(Detail, yield* admin.get(`/webhooks/${kept.id}/deliveries/${keptDelivery}`))
+        assert.deepStrictEqual([detail.status, detail.attempts_detail.length], ["delivered", 1])
+        const notifications = yield* sql<{ employee_id: number; subscription_id: number | null; message: string }>`
+          SELECT employee_id, subscription_id, message FROM notifications
+          WHERE school_id = ${a.schoolId} AND kind = 'subscription_problematic' AND message = 'Webhook failing'
+          ORDER BY employee_id`
+        assert.deepStrictEqual(notifications, [
+          { employee_id: a.ids.owner, subscription_id: null, message: "Webhook failing" },
+          { employee_id: a.ids.administrator, subscription_id: kept.id, message: "Webhook failing" }
+        ].sort((x, y) => x.employee_id - y.employee_id))
+        // The owner still sees the notification, without a link.
+        const inbox = Schema.decodeUnknownSync(Schema.Struct({
+          data: Schema.Array(Schema.Struct({ message: Schema.String, subscription_id: Schema.NullOr(Schema.Int) }))
+        }))((yield* owner.get("/notifications?per_page=100")).json)
+        assert.isTrue(inbox.data.some((n) => n.message === "Webhook failing" && n.subscription_id === null))
+      }))
+
+    it.effect("later calls on it are 404; the administrator may delete; manager and teacher get 403 and nothing goes", () =>
+      Effect.gen(function*() {
+        const { a, owner, admin, manager, teacher } = yield* World
+        const created = yield* create(owner)
+        const delivery = yield* insertDelivery(a.schoolId, created.id, yield* insertEvent(a.schoolId), { status: "failed", attempts: 4 })
+        for (const as of [manager, teacher]) {
+          BackOffice.expectError(yield* as.delete(`/webhooks/${created.id}`), 403, "FORBIDDEN")
+          BackOffice.expectError(yield* as.delete("/webhooks/abc"), 403, "FORBIDDEN")
+        }
+        assert.strictEqual(BackOffice.dataOf(Subscription, yield* owner.get(`/webhooks/${created.id}`)).id, created.id)
+        BackOffice.dataOf(Schema.Struct({ id: Schema.Int }), yield* admin.delete(`/webhooks/${created.id}`))
+        const gone = [
+          yield* owner.get(`/webhooks/${created.id}`),
+          yield* owner.get(`/webhooks/${created.id}/deliveries`),
+          yield* owner.get(`/webhooks/${created.id}/deliveries/${delivery}`),
+          yield* owner.post(`/webhooks/${created.id}/test`),
+          yield* owner.post(`/webhooks/${created.id}/deliveries/${delivery}/resend`),
+          yield* owner.post(`/webhooks/${created.id}/recover`, { since: "2026-01-01T00:00:00Z" }),
+          yield* owner.patch(`/webhooks/${created.id}`, { events: ["lead.created"] }),
+          yield* owner.post(`/webhooks/${created.id}/disable`),
+          yield* owner.post(`/webhooks/${created.id}/enable`),
+          yield* owner.delete(`/webhooks/${created.id}`)
+        ]
+        for (const reply of gone) {
+          const error = BackOffice.expectError(reply, 404, "NOT_FOUND")
+          assert.include(error.message, String(created.id))
+        }
+        const list = Schema.decodeUnknownSync(Page)((yield* owner.get("/webhooks?per_page=100")).json, strict)
+        assert.isFalse(list.data.some((s) => s.id === created.id))
+      }))
+
+    it.effect("404 for another school's subscription and a missing id; 422 for a bad id; nothing of the other school goes", () =>
+      Effect.gen(function*() {
+        const { b, owner, otherOwner } = yield* World
+        const theirs = yield* create(otherOwner)
+        yield* insertDelivery(b.schoolId, theirs.id, yield* insertEvent(b.schoolId), { status: "failed", attempts: 4 })
+        const before = yield* countRows("webhook_deliveries", b.schoolId)
+        BackOffice.expectError(yield* owner.delete(`/webhooks/${theirs.id}`), 404, "NOT_FOUND")
+        BackOffice.expectError(yield* owner.delete("/webhooks/2147483000"), 404, "NOT_FOUND")
+        for (const bad of ["abc", "0", "-1", "2147483648"]) {
+          const error = BackOffice.expectError(yield* owner.delete(`/webhooks/${bad}`), 422, "VALIDATION_FAILED")
+          assert.deepStrictEqual(Object.keys(error.fields ?? {}), ["id"], bad)
+        }
+        assert.strictEqual(BackOffice.dataOf(Subscription, yield* otherOwner.get(`/webhooks/${theirs.id}`)).id, theirs.id)
+        assert.strictEqual(yield* countRows("webhook_deliveries", b.schoolId), before)
+      }))
+
+    it.effect("two deletions at once: one 200, the other 404", () =>
+      Effect.gen(function*() {
+        const { a, owner, admin } = yield* World
+        const created = yield* create(owner)
+        for (let i = 0; i < 20; i++) {
+          yield* insertDelivery(a.schoolId, created.id, yield* insertEvent(a.schoolId, i), { status: "failed", attempts: 4 })
+        }
+        const replies = yield* Effect.all([owner.delete(`/webhooks/${created.id}`), admin.delete(`/webhooks/${created.id}`)], {
+          concurrency: "unbounded"
+        })
+        assert.deepStrictEqual(replies.map((reply) => reply.status).sort(), [200, 404])
+      }))
+  })
+
+  describe("the journal: next_attempt_at, webhook_id, skipped entries", () => {
+    it.effect("next_attempt_at while pending, null otherwise; webhook_id is the delivery's public id; skipped: no attempt", () =>
+      Effect.gen(function*() {
+        const { a, owner } = yield* World
+        const sql = yield* SqlClient.SqlClient
+        const created = yield* create(owner)
+        const event = yield* insertEvent(a.schoolId)
+        const skipped = yield* insertDelivery(a.schoolId, created.id, event, { status: "skipped", finishedAt: "2026-01-05T00:00:00Z" })
+        const failed = yield* insertDelivery(a.schoolId, created.id, event, { status: "failed", attempts: 4, responseCode: 500, resendOf: skipped })
+        const pending = yield* insertDelivery(a.schoolId, created.id, event, { resendOf: failed })
+        yield* sql`
+          UPDATE webhook_deliveries SET next_attempt_at = '2030-01-02T03:04:05.123456Z'
+          WHERE school_id = ${a.schoolId} AND id = ${pending}`
+        const journal = BackOffice.dataOf(Schema.Array(JournalEntry), yield* owner.get(`/webhooks/${created.id}/deliveries`))
+        assert.deepStrictEqual(journal.map((d) => [d.id, d.status, d.next_attempt_at]), [
+          [pending, "pending", "2030-01-02T03:04:05.123456Z"],
+          [failed, "failed", null],
+          [skipped, "skipped", null]
+        ])
+        const stored = yield* sql<{ id: number; public_id: string }>`
+          SELECT id::float8 AS id, public_id FROM webhook_deliveries
+          WHERE school_id = ${a.schoolId} AND subscription_id = ${created.id} ORDER BY id DESC`
+        assert.deepStrictEqual(journal.map((d) => d.webhook_id), stored.map((row) => row.public_id))
+        assert.strictEqual(new Set(journal.map((d) => d.webhook_id)).size, 3, "each delivery has its own")
+        const entry = journal[2]
+        assert.deepStrictEqual(entry && { ...entry, created_at: "", webhook_id: "" }, {
+          id: skipped,
+          event: "student.created",
+          status: "skipped",
+          response_code: null,
+          attempts: 0,
+          created_at: "",
+          last_attempt_at: null,
+          next_attempt_at: null,
+          webhook_id: ""
+        })
+        const detail = BackOffice.dataOf(Detail, yield* owner.get(`/webhooks/${created.id}/deliveries/${skipped}`))
+        assert.deepStrictEqual([detail.status, detail.body, detail.attempts_detail, detail.webhook_id], ["skipped", null, [], entry?.webhook_id])
+        const one = BackOffice.dataOf(Detail, yield* owner.get(`/webhooks/${created.id}/deliveries/${pending}`))
+        assert.deepStrictEqual([one.next_attempt_at, one.webhook_id], ["2030-01-02T03:04:05.123456Z", journal[0]?.webhook_id])
+      }))
+  })
+
+  describe("skipped_events and POST /webhooks/{id}/recover with which", () => {
+    it.effect("skipped_events: this subscription's skipped deliveries that no delivery repeats yet, on get, list, patch, disable, enable", () =>
+      Effect.gen(function*() {
+        const { a, owner } = yield* World
+        const created = yield* create(owner)
+        const sibling = yield* create(owner)
+        const skipped: Array<number> = []
+        for (let i = 0; i < 3; i++) {
+          skipped.push(yield* insertDelivery(a.schoolId, created.id, yield* insertEvent(a.schoolId, i), { status: "skipped" }))
+        }
+        // Failed deliveries and another subscription's skipped ones do not count; a repeated skipped one no longer does.
+        yield* insertDelivery(a.schoolId, created.id, yield* insertEvent(a.schoolId), { status: "failed", attempts: 4 })
+        yield* insertDelivery(a.schoolId, sibling.id, yield* insertEvent(a.schoolId), { status: "skipped" })
+        const [s1 = 0] = skipped
+        const event1 = (yield* SqlClient.SqlClient)<{ event_id: number }>`
+          SELECT event_id::float8 AS event_id FROM webhook_deliveries WHERE school_id = ${a.schoolId} AND id = ${s1}`
+        yield* insertDelivery(a.schoolId, created.id, Number((yield* event1)[0]?.event_id), { status: "failed", attempts: 4, resendOf: s1 })
+        const replies = [
+          yield* owner.get(`/webhooks/${created.id}`),
+          yield* owner.patch(`/webhooks/${created.id}`, { events: ["student.created", "lead.created"] }),
+          yield* owner.post(`/webhooks/${created.id}/disable`),
+          yield* owner.post(`/webhooks/${created.id}/enable`)
+        ]
+        for (const reply of replies) assert.strictEqual(BackOffice.dataOf(Subscription, reply).skipped_events, 2)
+        const list = Schema.decodeUnknownSync(Page)((yield* owner.get("/webhooks?per_page=100")).json, strict)
+        assert.deepStrictEqual(
+          [list.data.find((s) => s.id === created.id)?.skipped_events, list.data.find((s) => s.id === sibling.id)?.skipped_events],
+          [2, 1]
+        )
+        // Recovering them brings the count to 0. The first one's earlier recovery failed, so it is queued again too.
+        const recovered = yield* owner.post(`/webhooks/${created.id}/recover`, { since: "2020-01-01T00:00:00Z", which: "skipped" })
+        assert.deepStrictEqual(BackOffice.dataOf(Schema.Struct({ queued: Schema.Int }), recovered, 202), { queued: 3 })
+        assert.strictEqual(BackOffice.dataOf(Subscription, yield* owner.get(`/webhooks/${created.id}`)).skipped_events, 0)
+      }))
+
+    it.effect("which: skipped queues one new delivery per event skipped at or after since (finished_at), body NULL; failed ones are left to which: failed", () =>
+      Effect.gen(function*() {
+        const { a, owner } = yield* World
+        const sql = yield* SqlClient.SqlClient
+        const created = yield* create(owner)
+        const e: Array<number> = []
+        for (let i = 0; i < 6; i++) e.push(yield* insertEvent(a.schoolId, i + 1))
+        const [e1 = 0, e2 = 0, e3 = 0, e4 = 0, e5 = 0, e6 = 0] = e
+        const skip = (event: number, finishedAt: string) => insertDelivery(a.schoolId, created.id, event, { status: "skipped", finishedAt })
+        yield* skip(e1, "2026-03-01T11:59:59.999999Z") // before since
+        const d2 = yield* skip(e2, "2026-03-01T12:00:00Z") // exactly since
+        const d3 = yield* skip(e3, "2026-03-02T00:00:00Z")
+        const d4 = yield* skip(e4, "2026-03-02T00:00:00Z")
+        // e4 was recovered and delivered since: nothing to do.
+        yield* insertDelivery(a.schoolId, created.id, e4, { status: "delivered", attempts: 1, resendOf: d4 })
+        const d5 = yield* skip(e5, "2026-03-03T00:00:00Z")
+        // e5 is pending already: nothing to do.
+        yield* insertDelivery(a.schoolId, created.id, e5, { resendOf: d5 })
+        const f6 = yield* insertDelivery(a.schoolId, created.id, e6, { status: "failed", attempts: 4, finishedAt: "2026-03-04T00:00:00Z", body: "b6" })
+
+        const reply = yield* owner.post(`/webhooks/${created.id}/recover`, { since: "2026-03-01T15:00:00+03:00", which: "skipped" })
+        assert.deepStrictEqual(BackOffice.dataOf(Schema.Struct({ queued: Schema.Int }), reply, 202), { queued: 2 })
+        const queued = yield* sql<{ event_id: number; resend_of: number; body: string | null }>`
+          SELECT event_id::float8 AS event_id, resend_of::float8 AS resend_of, body
+          FROM webhook_deliveries
+          WHERE school_id = ${a.schoolId} AND subscription_id = ${created.id} AND status = 'pending'
+            AND attempts = 0 AND resend_of IN (${d2}, ${d3}, ${f6})
+          ORDER BY event_id`
+        assert.deepStrictEqual(queued, [
+          { event_id: e2, resend_of: d2, body: null },
+          { event_id: e3, resend_of: d3, body: null }
+        ])
+        assert.deepStrictEqual(
+          BackOffice.dataOf(Schema.Struct({ queued: Schema.Int }), yield* owner.post(`/webhooks/${created.id}/recover`, { since: "2026-03-01T12:00:00Z", which: "skipped" }), 202),
+          { queued: 0 }
+        )
+        // which: failed (explicit or by default) takes the failure, not the skipped ones.
+        assert.deepStrictEqual(
+          BackOffice.dataOf(Schema.Struct({ queued: Schema.Int }), yield* owner.post(`/webhooks/${created.id}/recover`, { since: "2026-01-01T00:00:00Z", which: "failed" }), 202),
+          { queued: 1 }
+        )
+        assert.deepStrictEqual(
+          BackOffice.dataOf(Schema.Struct({ queued: Schema.Int }), yield* owner.post(`/webhooks/${created.id}/recover`, { since: "2026-01-01T00:00:00Z" }), 202),
+          { queued: 0 }
+        )
+        const repeated = yield* sql<{ body: string | null }>`
+          SELECT body FROM webhook_deliveries WHERE school_id = ${a.schoolId} AND resend_of = ${f6}`
+        assert.deepStrictEqual(repeated, [{ body: "b6" }])
+        // e1 (skipped before the first since) is queued by a wider one.
+        assert.deepStrictEqual(
+          BackOffice.dataOf(Schema.Struct({ queued: Schema.Int }), yield* owner.post(`/webhooks/${created.id}/recover`, { since: "2026-01-01T00:00:00Z", which: "skipped" }), 202),
+          { queued: 1 }
+        )
+      }))
+
+    it.effect("422 fields.which for anything but failed or skipped; nothing queued", () =>
+      Effect.gen(function*() {
+        const { a, owner } = yield* World
+        const created = yield* create(owner)
+        yield* insertDelivery(a.schoolId, created.id, yield* insertEvent(a.schoolId), { status: "skipped", finishedAt: "2026-02-01T00:00:00Z" })
+        const before = yield* countRows("webhook_deliveries", a.schoolId)
+        for (const which of ["pending", "delivered", "SKIPPED", "", 5, null, ["skipped"]]) {
+          const error = BackOffice.expectError(
+            yield* owner.post(`/webhooks/${created.id}/recover`, { since: "2026-01-01T00:00:00Z", which }),
+            422,
+            "VALIDATION_FAILED"
+          )
+          assert.deepStrictEqual(Object.keys(error.fields ?? {}), ["which"], JSON.stringify(which))
+          assert.include(String(error.fields?.["which"]), "failed or skipped")
+        }
+        const both = BackOffice.expectError(yield* owner.post(`/webhooks/${created.id}/recover`, { since: "soon", which: "all" }), 422, "VALIDATION_FAILED")
+        assert.deepStrictEqual(Object.keys(both.fields ?? {}).sort(), ["since", "which"])
+        assert.strictEqual(yield* countRows("webhook_deliveries", a.schoolId), before)
+      }))
+  })
+
 })
 
 const configuredKey = new Uint8Array(Buffer.alloc(32, 7))
@@ -817,7 +1112,11 @@ const configuredKey = new Uint8Array(Buffer.alloc(32, 7))
 const InsecureEnv = World.layer.pipe(
   Layer.provideMerge(
     TestServer.layer().pipe(
-      Layer.provide(Layer.succeed(WebhookConfig, { allowInsecureUrls: true, secretKey: WebhookSecret.configuredKey(configuredKey) }))
+      Layer.provide(Layer.succeed(WebhookConfig, {
+        ...ROOMY,
+        allowInsecureUrls: true,
+        secretKey: WebhookSecret.configuredKey(configuredKey)
+      }))
     )
   ),
   Layer.provideMerge(TestDatabase.layer)

@@ -1,6 +1,6 @@
 /**
  * Each back-office action → its webhook event, end to end through the real
- * processes (issue 11; spec 6.1–6.4; docs/decisions.md "Webhooks"): the API
+ * processes (spec 6.1–6.4; docs/decisions.md "Webhooks"): the API
  * process and the dispatcher process on one test database, a real receiver
  * on loopback. An owner signs in and subscribes with `POST /webhooks` (the
  * secret shown once), then registers a student (`student.created`), enrolls
@@ -9,13 +9,17 @@
  * roubles in the raw body text: 150050 kopecks → `"amount":1500.5`), creates
  * a lead (`lead.created`), sends a test event (`webhook.test`) and resends a
  * delivered delivery (the same body bytes again under a new delivery id).
+ * Then the subscription is disabled: three leads are journaled `skipped`
+ * and nothing is sent; enabled, nothing is sent; `recover` with `which:
+ * "skipped"` sends exactly those three, as new deliveries.
  *
  * Every arrival is checked as a receiver would: `X-Service-Event`, the
  * body's `event` and `account_id`, its fields and their order, the payload
  * decoded strictly with the catalog's schema (libs/domain/src/Events.ts: no
  * field more or less, integers as JSON integers), and both signatures
  * verified by code independent of the dispatcher's (node:crypto HMAC over
- * the raw bytes with `timingSafeEqual`; `standardwebhooks`' `Webhook.verify`).
+ * the raw bytes with `timingSafeEqual`; `standardwebhooks`' `Webhook.verify`),
+ * and `webhook-id` = `X-Service-Delivery` = the journal's opaque `webhook_id`.
  * In the end nothing else arrived, and the journal shows every delivery
  * delivered at the first attempt.
  */
@@ -59,13 +63,27 @@ const Queued = Schema.Struct({ event_id: Schema.Int })
 const Resent = Schema.Struct({ delivery_id: Schema.Int })
 const JournalEntry = Schema.Struct({
   id: Schema.Int,
+  webhook_id: Schema.String,
   event: Schema.String,
-  status: Schema.Literals(["pending", "delivered", "failed"]),
+  status: Schema.Literals(["pending", "delivered", "failed", "skipped"]),
   response_code: Schema.NullOr(Schema.Int),
   attempts: Schema.Int,
   created_at: Schema.String,
-  last_attempt_at: Schema.NullOr(Schema.String)
+  last_attempt_at: Schema.NullOr(Schema.String),
+  next_attempt_at: Schema.NullOr(Schema.String)
 })
+
+/** Polls `get` every 50 ms until `check` holds (dies after 10 s). */
+const poll = <A>(what: string, get: Effect.Effect<A>, check: (value: A) => boolean): Effect.Effect<A> =>
+  Effect.gen(function*() {
+    const started = Date.now()
+    while (true) {
+      const value = yield* get
+      if (check(value)) return value
+      if (Date.now() - started > 10_000) return yield* Effect.die(new Error(`not within 10 s: ${what}`))
+      yield* Effect.sleep("50 millis")
+    }
+  })
 
 /** The delivery body (spec 6.2), its payload left to the event's schema. */
 const Envelope = Schema.Struct({
@@ -125,7 +143,8 @@ const rawNumber = (text: string, key: string): string => {
 
 interface Arrival {
   readonly request: Received
-  readonly deliveryId: number
+  /** The delivery's opaque id (docs/decisions.md "Delivery ids"). */
+  readonly webhookId: string
   readonly payload: unknown
 }
 
@@ -139,9 +158,9 @@ const arrival = (request: Received, event: Events.EventName, schoolId: number, s
   assert.strictEqual(header(request, "x-service-event"), event)
   assert.strictEqual(header(request, "content-type"), "application/json")
   assert.strictEqual(header(request, "user-agent"), "school-service-webhooks/1")
-  const deliveryId = header(request, "x-service-delivery")
-  assert.match(deliveryId, /^[1-9][0-9]*$/u)
-  assert.strictEqual(header(request, "webhook-id"), deliveryId)
+  const webhookId = header(request, "x-service-delivery")
+  assert.match(webhookId, /^msg_[0-9a-f]{32}$/u)
+  assert.strictEqual(header(request, "webhook-id"), webhookId)
   const seconds = Number(header(request, "webhook-timestamp"))
   assert.isTrue(Number.isInteger(seconds) && Math.abs(seconds - Date.now() / 1000) < 60, `webhook-timestamp ${seconds}`)
   verifyServiceSignature(request, secret)
@@ -164,7 +183,7 @@ const arrival = (request: Received, event: Events.EventName, schoolId: number, s
     typeof body.payload === "object" && body.payload !== null ? Object.keys(body.payload) : [],
     ORDER[event]
   )
-  return { request, deliveryId: Number(deliveryId), payload }
+  return { request, webhookId, payload }
 }
 
 layer(TestDatabase.layer, { excludeTestServices: true })("back-office events end to end", (it) => {
@@ -342,19 +361,20 @@ layer(TestDatabase.layer, { excludeTestServices: true })("back-office events end
 
       // Resend a delivered delivery: the same bytes again, under a new delivery id.
       const journal = BackOffice.dataOf(Schema.Array(JournalEntry), yield* get(`/webhooks/${subscription.id}/deliveries`))
-      const original = journal.find((entry) => entry.id === created.deliveryId)
+      const original = journal.find((entry) => entry.webhook_id === created.webhookId)
       assert.deepStrictEqual(
         original === undefined ? undefined : [original.event, original.status, original.response_code, original.attempts],
         ["student.created", "delivered", 204, 1]
       )
       const { delivery_id } = BackOffice.dataOf(
         Resent,
-        yield* post(`/webhooks/${subscription.id}/deliveries/${created.deliveryId}/resend`),
+        yield* post(`/webhooks/${subscription.id}/deliveries/${original?.id ?? 0}/resend`),
         202
       )
       const resent = yield* next("student.created")
-      assert.strictEqual(resent.deliveryId, delivery_id)
-      assert.notStrictEqual(resent.deliveryId, created.deliveryId)
+      const afterResend = BackOffice.dataOf(Schema.Array(JournalEntry), yield* get(`/webhooks/${subscription.id}/deliveries`))
+      assert.strictEqual(afterResend.find((entry) => entry.id === delivery_id)?.webhook_id, resent.webhookId)
+      assert.notStrictEqual(resent.webhookId, created.webhookId)
       assert.isTrue(resent.request.raw.equals(created.request.raw), "a resend carries the original body bytes")
       assert.strictEqual(header(resent.request, "x-service-signature"), header(created.request, "x-service-signature"))
       assert.deepStrictEqual(resent.payload, created.payload)
@@ -363,7 +383,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("back-office events end
       const arrivals = [created, enrolled, completed, paid, paidSmall, leadCreated, tested, resent]
       yield* Effect.sleep("300 millis")
       assert.strictEqual(receiver.received.length, arrivals.length)
-      assert.strictEqual(new Set(arrivals.map((a) => a.deliveryId)).size, arrivals.length)
+      assert.strictEqual(new Set(arrivals.map((a) => a.webhookId)).size, arrivals.length)
       const waiting = yield* sql<{ count: number }>`
         SELECT count(*)::int AS count FROM outbox_events WHERE school_id = ${schoolId} AND fanned_out_at IS NULL`.pipe(
         Effect.orDie
@@ -371,10 +391,67 @@ layer(TestDatabase.layer, { excludeTestServices: true })("back-office events end
       assert.deepStrictEqual(waiting, [{ count: 0 }])
       const final = BackOffice.dataOf(Schema.Array(JournalEntry), yield* get(`/webhooks/${subscription.id}/deliveries`))
       assert.deepStrictEqual(
-        final.map((entry) => [entry.id, entry.event, entry.status, entry.response_code, entry.attempts]),
-        arrivals
-          .map((a): [number, string, string, number, number] => [a.deliveryId, header(a.request, "x-service-event"), "delivered", 204, 1])
-          .sort((x, y) => y[0] - x[0])
+        final.map((entry) => JSON.stringify([entry.webhook_id, entry.event, entry.status, entry.response_code, entry.attempts, entry.next_attempt_at])).sort(),
+        arrivals.map((a) => JSON.stringify([a.webhookId, header(a.request, "x-service-event"), "delivered", 204, 1, null])).sort()
       )
+
+      // Disabled: each event it would have received is journaled as skipped, and nothing is sent.
+      BackOffice.dataOf(Schema.Unknown, yield* post(`/webhooks/${subscription.id}/disable`))
+      const since = new Date(Date.now() - 1_000).toISOString()
+      const skippedLeads: Array<number> = []
+      for (const name of ["Skipped One", "Skipped Two", "Skipped Three"]) {
+        const made = BackOffice.dataOf(Leads.CrmLead, yield* post("/leads", { phone: "+7 900 000-00-01", name }), 201)
+        skippedLeads.push(made.id)
+      }
+      const journalOf = get(`/webhooks/${subscription.id}/deliveries`).pipe(
+        Effect.map((reply) => BackOffice.dataOf(Schema.Array(JournalEntry), reply))
+      )
+      const skipped = (yield* poll("three skipped entries", journalOf, (entries) => entries.filter((e) => e.status === "skipped").length === 3))
+        .filter((entry) => entry.status === "skipped")
+      for (const entry of skipped) {
+        assert.deepStrictEqual(
+          [entry.event, entry.attempts, entry.response_code, entry.last_attempt_at, entry.next_attempt_at],
+          ["lead.created", 0, null, null, null]
+        )
+      }
+      const SkippedCount = Schema.Struct({
+        id: Schema.Int,
+        url: Schema.String,
+        events: Schema.Array(Schema.String),
+        status: Schema.String,
+        skipped_events: Schema.Int,
+        created_at: Schema.String,
+        updated_at: Schema.String
+      })
+      assert.strictEqual(BackOffice.dataOf(SkippedCount, yield* get(`/webhooks/${subscription.id}`)).skipped_events, 3)
+      assert.strictEqual(receiver.received.length, arrivals.length, "nothing sent while disabled")
+
+      // Enabled: nothing is sent by itself.
+      BackOffice.dataOf(Schema.Unknown, yield* post(`/webhooks/${subscription.id}/enable`))
+      yield* Effect.sleep("500 millis")
+      assert.strictEqual(receiver.received.length, arrivals.length, "enabling sends nothing")
+
+      // recover which=skipped: exactly those three, as new deliveries.
+      const recovered = BackOffice.dataOf(
+        Schema.Struct({ queued: Schema.Int }),
+        yield* post(`/webhooks/${subscription.id}/recover`, { since, which: "skipped" }),
+        202
+      )
+      assert.strictEqual(recovered.queued, 3)
+      const sent = [yield* next("lead.created"), yield* next("lead.created"), yield* next("lead.created")]
+      assert.deepStrictEqual(
+        sent.map((a) => Number((a.payload as { readonly lead_id: unknown }).lead_id)).sort((x, y) => x - y),
+        [...skippedLeads].sort((x, y) => x - y)
+      )
+      for (const a of sent) assert.notInclude(skipped.map((e) => e.webhook_id), a.webhookId, "a recovery is a new delivery")
+      yield* Effect.sleep("300 millis")
+      assert.strictEqual(receiver.received.length, arrivals.length + 3, "nothing else")
+      assert.strictEqual(BackOffice.dataOf(SkippedCount, yield* get(`/webhooks/${subscription.id}`)).skipped_events, 0)
+      const after = yield* poll(
+        "the recoveries delivered",
+        journalOf,
+        (entries) => entries.filter((e) => e.status === "delivered").length === arrivals.length + 3
+      )
+      assert.strictEqual(after.filter((entry) => entry.status === "skipped").length, 3, "the skipped entries stay in the journal")
     }), { timeout: 60_000 })
 })

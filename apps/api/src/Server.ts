@@ -6,7 +6,7 @@
  * apps/api/src/Metrics.ts), and the envelope for everything else.
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import type { Effect, Option } from "effect"
+import type { Effect } from "effect"
 import * as ByteSize from "effect/ByteSize"
 import * as Duration from "effect/Duration"
 import * as Layer from "effect/Layer"
@@ -202,8 +202,11 @@ export interface ServerOptions {
   readonly idempotencyWait?: Duration.Duration
   /** SESSION_TTL (default 12 h). */
   readonly sessionTtl?: Duration.Duration
-  /** WEBHOOK_ALLOW_INSECURE_URLS and WEBHOOK_SECRET_KEY (defaults: https and public receivers, the development key). */
-  readonly webhooks?: { readonly allowInsecureUrls: boolean; readonly secretKey: Option.Option<Uint8Array> }
+  /**
+   * WEBHOOK_ALLOW_INSECURE_URLS, WEBHOOK_SECRET_KEY, WEBHOOK_MAX_SUBSCRIPTIONS and WEBHOOK_ACTIONS_PER_MINUTE
+   * (defaults: https and public receivers, the development key, the limits' defaults).
+   */
+  readonly webhooks?: Parameters<typeof webhookConfigLayer>[0]
   /** DATABASE_STATEMENT_TIMEOUT (docs/operations.md "Settings"; none when omitted). */
   readonly statementTimeout?: Duration.Duration
   /** DATABASE_ACQUIRE_TIMEOUT (docs/operations.md "Settings"; none when omitted). */
@@ -237,7 +240,12 @@ export const serverOptions = (settings: SettingsShape, databaseUrl: string): Ser
   rateLimitWindow: settings.rateLimitWindow,
   idempotencyWait: settings.idempotencyWait,
   sessionTtl: settings.sessionTtl,
-  webhooks: { allowInsecureUrls: settings.webhookAllowInsecureUrls, secretKey: settings.webhookSecretKey },
+  webhooks: {
+    allowInsecureUrls: settings.webhookAllowInsecureUrls,
+    secretKey: settings.webhookSecretKey,
+    maxSubscriptions: settings.webhookMaxSubscriptions,
+    actionsPerMinute: settings.webhookActionsPerMinute
+  },
   statementTimeout: settings.databaseStatementTimeout,
   acquireTimeout: settings.databaseAcquireTimeout,
   shutdownTimeout: settings.shutdownTimeout

@@ -1,19 +1,25 @@
 /**
  * A school's webhook subscriptions and their deliveries as the back office
  * reads and writes them (spec 5.3, 6.1; docs/decisions.md "Webhooks";
- * migration 0510): subscriptions (the secret only ever written, encrypted),
- * the journal of the last 50 deliveries, one delivery with its attempts, and
- * the work the dispatcher will consume: a `webhook.test` outbox event
- * addressed to one subscription (`outbox_events.subscription_id`), and new
- * delivery rows for a resend or a recovery (same event, same body,
- * `resend_of` the delivery repeated, a fresh plan: pending, 0 attempts, due
- * now).
+ * docs/back-office.md "Webhooks", "Webhook limits"; migrations 0510, 0700):
+ * subscriptions (the secret only ever written, encrypted), each with the
+ * count of its skipped deliveries not recovered yet, their deletion, the
+ * journal of the last 50 deliveries, one delivery with its attempts, and the
+ * work the dispatcher will consume: a `webhook.test` outbox event addressed
+ * to one subscription (`outbox_events.subscription_id`), and new delivery
+ * rows for a resend or a recovery (same event, same body, `resend_of` the
+ * delivery repeated, a fresh plan: pending, 0 attempts, due now).
  *
  * Every call takes the caller's SchoolId; a subscription or delivery of
  * another school is not found, exactly like a missing one. A write that
  * queues work locks the subscription row first (`FOR UPDATE`), so it is
- * ordered with a concurrent disable and with another recovery. Rows are
- * decoded here; SQL and decode failures are defects.
+ * ordered with a concurrent disable, deletion and another recovery; under
+ * that lock it applies the subscription's action limit
+ * (libs/domain/src/WebhookLimits.ts) to `action_times`. A creation locks the
+ * school's row, so the count of its subscriptions it checks holds until it
+ * commits. The limits come from the caller (the settings are the API's);
+ * what they decide is an outcome here (`LimitReached`, `TooMany`), never an
+ * HTTP answer. Rows are decoded here; SQL and decode failures are defects.
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -28,14 +34,16 @@ import {
   EventId,
   JOURNAL_LENGTH,
   JournalEntry,
+  type RecoverWhich,
   type SubscribableEventName,
   Subscription,
-  type WebhookId,
+  WebhookId,
   WebhookStatus
 } from "@school/domain/api/backoffice/Webhooks"
 import type { PageRequest } from "@school/domain/Pagination"
 import { toWindow } from "@school/domain/Pagination"
 import { Timestamp } from "@school/domain/Timestamps"
+import { takeAction } from "@school/domain/WebhookLimits"
 import { type PageResult, pageReader } from "./Paging.ts"
 
 /** What a new subscription is made of: the checked URL, its events, its secret already encrypted. */
@@ -58,6 +66,18 @@ export type Queued<A> =
   | { readonly _tag: "NotFound"; readonly what: "subscription" | "delivery" }
   /** The subscription is disabled: no new deliveries are made for it (docs/decisions.md "Webhooks"). */
   | { readonly _tag: "Disabled" }
+  /**
+   * The subscription accepted `limit` calls within the last minute
+   * (docs/back-office.md "Webhook limits"): nothing was queued; a call in
+   * `retryAfterSeconds` whole seconds is accepted.
+   */
+  | { readonly _tag: "TooMany"; readonly limit: number; readonly retryAfterSeconds: number }
+
+/** The outcome of a creation. */
+export type Creation =
+  | { readonly _tag: "Created"; readonly value: Created }
+  /** The school already has `limit` subscriptions (docs/back-office.md "Webhook limits"): nothing was written. */
+  | { readonly _tag: "LimitReached"; readonly limit: number }
 
 /** The message of a `webhook.test` event. */
 export const TEST_MESSAGE = "This is a test event from the school service: your endpoint receives its webhooks."
@@ -75,34 +95,67 @@ const decodeCreated = Schema.decodeUnknownEffect(Schema.Array(Created))
 const decodeSubscriptions = Schema.decodeUnknownEffect(Schema.Array(Subscription))
 const decodeJournal = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ journal: Schema.Array(JournalEntry) })))
 const decodeDetail = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ delivery: DeliveryDetail })))
-const decodeStatus = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ status: WebhookStatus })))
 const decodeEventId = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ id: EventId })))
 const decodeDeliveryId = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ id: DeliveryId })))
 const decodeCount = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ queued: Schema.Int })))
+const decodeDeleted = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ id: WebhookId })))
+/** The locked subscription: its status, the times of its accepted actions and the database's now, in µs. */
+const decodeLocked = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({
+  status: WebhookStatus,
+  action_times: Schema.Array(Schema.Number),
+  now: Schema.Number
+})))
 
 const first = <A>(rows: ReadonlyArray<A>): Option.Option<A> => Option.fromNullishOr(rows[0])
 
+/** How many attempts a deletion makes when PostgreSQL picks it as a deadlock's victim (a dispatcher touching the same rows). */
+const DELETE_ATTEMPTS = 3
+
 export class Webhooks extends Context.Service<Webhooks, {
-  create(schoolId: Ids.SchoolId, subscription: NewSubscription): Effect.Effect<Created>
+  /** A new subscription, unless the school already has `maxSubscriptions`. */
+  create(schoolId: Ids.SchoolId, subscription: NewSubscription, maxSubscriptions: number): Effect.Effect<Creation>
   list(schoolId: Ids.SchoolId, page: PageRequest): Effect.Effect<PageResult<Subscription>>
   find(schoolId: Ids.SchoolId, id: WebhookId): Effect.Effect<Option.Option<Subscription>>
   update(schoolId: Ids.SchoolId, id: WebhookId, change: SubscriptionChange): Effect.Effect<Option.Option<Subscription>>
   /** `disabled` from any status; enable: `disabled` back to `active`, any other status unchanged. */
   setEnabled(schoolId: Ids.SchoolId, id: WebhookId, enabled: boolean): Effect.Effect<Option.Option<Subscription>>
-  /** A `webhook.test` outbox event addressed to this subscription: its event id. */
-  queueTest(schoolId: Ids.SchoolId, id: WebhookId): Effect.Effect<Queued<number>>
+  /**
+   * Deletes the subscription with its secret, its deliveries (their attempts
+   * go with them), its `webhook.test` events and the events no delivery
+   * names any more; its notifications stay, unlinked. False when it is not
+   * the school's.
+   */
+  remove(schoolId: Ids.SchoolId, id: WebhookId): Effect.Effect<boolean>
+  /**
+   * A `webhook.test` outbox event addressed to this subscription: its event
+   * id. Like `resend` and `recover`, at most `actionsPerMinute` accepted
+   * calls per subscription in any minute.
+   */
+  queueTest(schoolId: Ids.SchoolId, id: WebhookId, actionsPerMinute: number): Effect.Effect<Queued<number>>
   /** The last JOURNAL_LENGTH deliveries, newest first; None when the subscription is not the school's. */
   journal(schoolId: Ids.SchoolId, id: WebhookId): Effect.Effect<Option.Option<ReadonlyArray<JournalEntry>>>
   /** One delivery of this subscription with its attempts. */
   delivery(schoolId: Ids.SchoolId, id: WebhookId, deliveryId: DeliveryId): Effect.Effect<Option.Option<DeliveryDetail>>
   /** A new delivery of the same event and body: its id. */
-  resend(schoolId: Ids.SchoolId, id: WebhookId, deliveryId: DeliveryId): Effect.Effect<Queued<DeliveryId>>
+  resend(
+    schoolId: Ids.SchoolId,
+    id: WebhookId,
+    deliveryId: DeliveryId,
+    actionsPerMinute: number
+  ): Effect.Effect<Queued<DeliveryId>>
   /**
    * A new delivery for every event whose delivery to this subscription
-   * ended `failed` at or after `since` (UTC text), unless one of that
-   * event's deliveries is already pending or delivered: how many.
+   * ended `which` (`failed`, or `skipped` while disabled) at or after
+   * `since` (UTC text), unless one of that event's deliveries to it is
+   * already pending or delivered: how many.
    */
-  recover(schoolId: Ids.SchoolId, id: WebhookId, since: string): Effect.Effect<Queued<number>>
+  recover(
+    schoolId: Ids.SchoolId,
+    id: WebhookId,
+    since: string,
+    which: RecoverWhich,
+    actionsPerMinute: number
+  ): Effect.Effect<Queued<number>>
 }>()("school/persistence/Webhooks") {
   static readonly layer = Layer.effect(
     Webhooks,
@@ -110,67 +163,114 @@ export class Webhooks extends Context.Service<Webhooks, {
       const sql = yield* SqlClient.SqlClient
       const readPage = pageReader(sql, Subscription)
 
-      const columns = sql`id, url, to_json(events) AS events, status,
-        api_ts(created_at) AS created_at, api_ts(updated_at) AS updated_at`
+      // `s` is the subscription's row. skipped_events: its skipped deliveries that no resend or recovery
+      // names yet (webhook_deliveries_resends), within the subscription's own index range.
+      const columns = sql`s.id, s.url, to_json(s.events) AS events, s.status,
+        api_ts(s.created_at) AS created_at, api_ts(s.updated_at) AS updated_at,
+        (SELECT count(*) FROM webhook_deliveries k
+         WHERE k.school_id = s.school_id AND k.subscription_id = s.id AND k.status = 'skipped'
+           AND NOT EXISTS (
+             SELECT 1 FROM webhook_deliveries r WHERE r.school_id = k.school_id AND r.resend_of = k.id
+           ))::int AS skipped_events`
       /** The events as a text[] from their JSON (one parameter, whatever the count). */
       const eventArray = (events: ReadonlyArray<SubscribableEventName>) =>
         sql`ARRAY(SELECT json_array_elements_text(${JSON.stringify(events)}::json))`
       const journalFields = sql`'id', d.id, 'event', d.event, 'status', d.status,
         'response_code', d.response_code, 'attempts', d.attempts,
-        'created_at', api_ts(d.created_at), 'last_attempt_at', api_ts(d.last_attempt_at)`
+        'created_at', api_ts(d.created_at), 'last_attempt_at', api_ts(d.last_attempt_at),
+        'next_attempt_at', CASE WHEN d.status = 'pending' THEN api_ts(d.next_attempt_at) END,
+        'webhook_id', d.public_id`
 
       const oneSubscription = (rows: ReadonlyArray<unknown>) =>
         decodeSubscriptions(rows).pipe(Effect.map(first), Effect.orDie)
 
-      /** Locks the subscription row for the rest of the transaction: its status, or None when it is not the school's. */
+      /**
+       * Locks the subscription row for the rest of the transaction: its
+       * status, the times of its accepted actions and the database's now
+       * (µs), or None when it is not the school's.
+       */
       const lock = (schoolId: Ids.SchoolId, id: WebhookId) =>
-        sql`SELECT status FROM webhook_subscriptions WHERE school_id = ${schoolId} AND id = ${id} FOR UPDATE`.pipe(
-          Effect.flatMap(decodeStatus),
-          Effect.map((rows) => Option.map(first(rows), (row) => row.status))
+        sql`
+          SELECT status,
+                 to_json(ARRAY(SELECT (extract(epoch FROM t) * 1000000)::float8 FROM unnest(action_times) t)) AS action_times,
+                 (extract(epoch FROM now()) * 1000000)::float8 AS now
+          FROM webhook_subscriptions WHERE school_id = ${schoolId} AND id = ${id} FOR UPDATE`.pipe(
+          Effect.flatMap(decodeLocked),
+          Effect.map(first)
         )
 
-      /** Runs `queue` in a transaction after locking an enabled subscription. */
+      /**
+       * Runs `queue` in a transaction after locking an enabled subscription
+       * whose action limit admits one more call (docs/back-office.md
+       * "Webhook limits"). Only a call that queued something counts: its
+       * time is stored with the ones still in the window.
+       */
       const whenEnabled = <A>(
         schoolId: Ids.SchoolId,
         id: WebhookId,
+        actionsPerMinute: number,
         queue: Effect.Effect<Queued<A>, unknown>
       ): Effect.Effect<Queued<A>> =>
         sql.withTransaction(Effect.gen(function*() {
-          const status = yield* lock(schoolId, id)
-          if (Option.isNone(status)) return { _tag: "NotFound", what: "subscription" } as const
-          if (status.value === "disabled") return { _tag: "Disabled" } as const
-          return yield* queue
+          const locked = yield* lock(schoolId, id)
+          if (Option.isNone(locked)) return { _tag: "NotFound", what: "subscription" } as const
+          if (locked.value.status === "disabled") return { _tag: "Disabled" } as const
+          const decision = takeAction(locked.value.action_times, locked.value.now, actionsPerMinute)
+          if (decision._tag === "Refused") {
+            return { _tag: "TooMany", limit: actionsPerMinute, retryAfterSeconds: decision.retryAfterSeconds } as const
+          }
+          const outcome = yield* queue
+          if (outcome._tag === "Queued") {
+            yield* sql`
+              UPDATE webhook_subscriptions
+              SET action_times = ARRAY(
+                SELECT 'epoch'::timestamptz + t.us::int8 * interval '1 microsecond'
+                FROM json_array_elements_text(${JSON.stringify(decision.times)}::json) WITH ORDINALITY AS t(us, n)
+                ORDER BY t.n)
+              WHERE school_id = ${schoolId} AND id = ${id}`
+          }
+          return outcome
         })).pipe(Effect.orDie)
 
       return Webhooks.of({
-        create: (schoolId, subscription) =>
-          sql`
-            INSERT INTO webhook_subscriptions (school_id, url, events, secret_ciphertext)
-            VALUES (${schoolId}, ${subscription.url}, ${eventArray(subscription.events)}, ${subscription.secretCiphertext})
-            RETURNING id, url, to_json(events) AS events, status, api_ts(created_at) AS created_at`.pipe(
-            Effect.flatMap(decodeCreated),
-            Effect.map((rows) => Option.getOrThrow(first(rows))),
-            Effect.orDie
-          ),
+        create: (schoolId, subscription, maxSubscriptions) =>
+          sql.withTransaction(Effect.gen(function*() {
+            // One creation of the school at a time, so the count below cannot miss a concurrent one
+            // (docs/back-office.md "Webhook limits"). NO KEY UPDATE: the school's other writes, which
+            // only take KEY SHARE through their foreign keys, do not wait for it.
+            yield* sql`SELECT 1 FROM schools WHERE id = ${schoolId} FOR NO KEY UPDATE`
+            // A statement of its own: its snapshot is taken after the lock, so it counts every committed creation.
+            const rows = yield* sql`
+              INSERT INTO webhook_subscriptions (school_id, url, events, secret_ciphertext)
+              SELECT ${schoolId}, ${subscription.url}, ${eventArray(subscription.events)}, ${subscription.secretCiphertext}
+              WHERE (SELECT count(*) FROM webhook_subscriptions WHERE school_id = ${schoolId}) < ${maxSubscriptions}
+              RETURNING id, url, to_json(events) AS events, status, api_ts(created_at) AS created_at`.pipe(
+              Effect.flatMap(decodeCreated)
+            )
+            return Option.match(first(rows), {
+              onNone: (): Creation => ({ _tag: "LimitReached", limit: maxSubscriptions }),
+              onSome: (value): Creation => ({ _tag: "Created", value })
+            })
+          })).pipe(Effect.orDie),
 
         list: (schoolId, page) => {
           const { limit, offset } = toWindow(page)
           return readPage(
             sql`SELECT count(*)::int AS total FROM webhook_subscriptions WHERE school_id = ${schoolId}`,
-            sql`SELECT ${columns} FROM webhook_subscriptions WHERE school_id = ${schoolId}
-                ORDER BY id LIMIT ${limit} OFFSET ${offset}`
+            sql`SELECT ${columns} FROM webhook_subscriptions s WHERE s.school_id = ${schoolId}
+                ORDER BY s.id LIMIT ${limit} OFFSET ${offset}`
           )
         },
 
         find: (schoolId, id) =>
-          sql`SELECT ${columns} FROM webhook_subscriptions WHERE school_id = ${schoolId} AND id = ${id}`.pipe(
+          sql`SELECT ${columns} FROM webhook_subscriptions s WHERE s.school_id = ${schoolId} AND s.id = ${id}`.pipe(
             Effect.orDie,
             Effect.flatMap(oneSubscription)
           ),
 
         update: (schoolId, id, change) =>
           sql`
-            UPDATE webhook_subscriptions
+            UPDATE webhook_subscriptions s
             SET url = ${change.url === undefined ? sql`url` : sql`${change.url}::text`},
                 events = ${change.events === undefined ? sql`events` : eventArray(change.events)},
                 updated_at = now()
@@ -181,17 +281,65 @@ export class Webhooks extends Context.Service<Webhooks, {
           // Only a real change of status moves updated_at.
           const next = enabled ? sql`CASE WHEN status = 'disabled' THEN 'active' ELSE status END` : sql`'disabled'`
           return sql`
-            UPDATE webhook_subscriptions
+            UPDATE webhook_subscriptions s
             SET status = ${next},
                 updated_at = CASE WHEN status = ${next} THEN updated_at ELSE now() END
             WHERE school_id = ${schoolId} AND id = ${id}
             RETURNING ${columns}`.pipe(Effect.orDie, Effect.flatMap(oneSubscription))
         },
 
-        queueTest: (schoolId, id) =>
+        remove: (schoolId, id) =>
+          sql.withTransaction(Effect.gen(function*() {
+            const locked = yield* sql`
+              SELECT id FROM webhook_subscriptions WHERE school_id = ${schoolId} AND id = ${id} FOR UPDATE`
+            if (locked.length === 0) return false
+            // After the lock, in a statement of its own: no delivery to the subscription can be made
+            // meanwhile (the fan-out's insert waits for the lock), and this snapshot sees every one made
+            // before. Every part sees the rows as they were before the statement, so an event is kept
+            // when a delivery of ANOTHER subscription names it; the foreign keys are checked at the end
+            // of the statement, when the deliveries, the events and the notifications' links are gone.
+            const rows = yield* sql`
+              WITH gone AS (
+                DELETE FROM webhook_deliveries
+                WHERE school_id = ${schoolId} AND subscription_id = ${id}
+                RETURNING event_id
+              ), tests AS (
+                DELETE FROM outbox_events
+                WHERE school_id = ${schoolId} AND subscription_id = ${id}
+                RETURNING 1
+              ), unused AS (
+                -- Fanned-out events no delivery names any more; one not fanned out yet is the fan-out's.
+                DELETE FROM outbox_events e
+                USING (SELECT DISTINCT event_id FROM gone) g
+                WHERE e.school_id = ${schoolId} AND e.id = g.event_id
+                  AND e.subscription_id IS NULL AND e.fanned_out_at IS NOT NULL
+                  AND NOT EXISTS (
+                    SELECT 1 FROM webhook_deliveries d
+                    WHERE d.school_id = e.school_id AND d.event_id = e.id AND d.subscription_id <> ${id}
+                  )
+                RETURNING 1
+              ), unlinked AS (
+                UPDATE notifications SET subscription_id = NULL
+                WHERE school_id = ${schoolId} AND subscription_id = ${id}
+                RETURNING 1
+              )
+              DELETE FROM webhook_subscriptions
+              WHERE school_id = ${schoolId} AND id = ${id}
+              RETURNING id`.pipe(Effect.flatMap(decodeDeleted))
+            return rows.length === 1
+          })).pipe(
+            Effect.retry({
+              times: DELETE_ATTEMPTS - 1,
+              while: (error) => error._tag === "SqlError" && error.reason._tag === "DeadlockError"
+            }),
+            Effect.orDie
+          ),
+
+        queueTest: (schoolId, id, actionsPerMinute) =>
           whenEnabled(
             schoolId,
             id,
+            actionsPerMinute,
             sql`
               INSERT INTO outbox_events (school_id, event, payload, subscription_id)
               VALUES (${schoolId}, 'webhook.test',
@@ -237,10 +385,11 @@ export class Webhooks extends Context.Service<Webhooks, {
             Effect.orDie
           ),
 
-        resend: (schoolId, id, deliveryId) =>
+        resend: (schoolId, id, deliveryId, actionsPerMinute) =>
           whenEnabled(
             schoolId,
             id,
+            actionsPerMinute,
             sql`
               INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, body)
               SELECT school_id, subscription_id, event_id, event, id, body
@@ -257,17 +406,21 @@ export class Webhooks extends Context.Service<Webhooks, {
             )
           ),
 
-        recover: (schoolId, id, since) =>
+        recover: (schoolId, id, since, which, actionsPerMinute) =>
           whenEnabled(
             schoolId,
             id,
+            actionsPerMinute,
             sql`
-              WITH failed AS (
-                -- One new delivery per event: the latest failure's body, resend_of that failure.
+              WITH ended AS (
+                -- One new delivery per event: the latest such delivery's body (NULL for a skipped one:
+                -- the dispatcher builds it at the first attempt), resend_of that delivery. A skipped
+                -- delivery's finished_at is when the fan-out journaled it.
                 SELECT DISTINCT ON (d.event_id) d.id, d.event_id, d.event, d.body
                 FROM webhook_deliveries d
                 WHERE d.school_id = ${schoolId} AND d.subscription_id = ${id}
-                  AND d.status = 'failed' AND d.finished_at >= ${since}::timestamptz
+                  AND d.status = ${which === "skipped" ? sql`'skipped'` : sql`'failed'`}
+                  AND d.finished_at >= ${since}::timestamptz
                   AND NOT EXISTS (
                     SELECT 1 FROM webhook_deliveries o
                     WHERE o.school_id = d.school_id AND o.subscription_id = d.subscription_id
@@ -276,7 +429,7 @@ export class Webhooks extends Context.Service<Webhooks, {
                 ORDER BY d.event_id, d.id DESC
               ), queued AS (
                 INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, body)
-                SELECT ${schoolId}, ${id}, event_id, event, id, body FROM failed
+                SELECT ${schoolId}, ${id}, event_id, event, id, body FROM ended
                 RETURNING 1
               )
               SELECT count(*)::int AS queued FROM queued`.pipe(

@@ -19,6 +19,7 @@
 import { DEFAULT_WAIT } from "@school/domain/Idempotency"
 import { WINDOW } from "@school/domain/RateLimit"
 import { DEFAULT_TTL } from "@school/domain/Sessions"
+import { DEFAULT_ACTIONS_PER_MINUTE, DEFAULT_MAX_SUBSCRIPTIONS } from "@school/domain/WebhookLimits"
 import { parseKey as parseWebhookSecretKey } from "@school/domain/WebhookSecret"
 import type { ConfigProvider as ConfigProviderType } from "effect"
 import * as Config from "effect/Config"
@@ -69,6 +70,10 @@ export interface SettingsShape {
   readonly webhookAllowInsecureUrls: boolean
   /** `WEBHOOK_SECRET_KEY` (base64 of 32 bytes): encrypts webhook secrets at rest; None: the development key. */
   readonly webhookSecretKey: Option.Option<Uint8Array>
+  /** `WEBHOOK_MAX_SUBSCRIPTIONS` (default 20): webhook subscriptions one school may have. */
+  readonly webhookMaxSubscriptions: number
+  /** `WEBHOOK_ACTIONS_PER_MINUTE` (default 10): accepted `test`, `resend` and `recover` calls per subscription per minute. */
+  readonly webhookActionsPerMinute: number
   readonly dispatcherConcurrency: number
   /** `DISPATCHER_PER_SUBSCRIPTION` (default 4): in-flight deliveries per subscription, so one receiver cannot take every slot. */
   readonly dispatcherPerSubscription: number
@@ -252,6 +257,14 @@ const settings = Config.all({
     text(Schema.Uint8Array, "the base64 of 32 bytes, e.g. from openssl rand -base64 32", parseWebhookSecretKey),
     "WEBHOOK_SECRET_KEY"
   )),
+  webhookMaxSubscriptions: Config.schema(
+    text(Schema.Int, "an integer 1..10000", parseIntegerIn(1, 10_000)),
+    "WEBHOOK_MAX_SUBSCRIPTIONS"
+  ).pipe(Config.withDefault(DEFAULT_MAX_SUBSCRIPTIONS)),
+  webhookActionsPerMinute: Config.schema(
+    text(Schema.Int, "an integer 1..10000", parseIntegerIn(1, 10_000)),
+    "WEBHOOK_ACTIONS_PER_MINUTE"
+  ).pipe(Config.withDefault(DEFAULT_ACTIONS_PER_MINUTE)),
   dispatcherConcurrency: Config.schema(
     text(Schema.Int, "an integer 1..10000", parseIntegerIn(1, 10_000)),
     "DISPATCHER_CONCURRENCY"

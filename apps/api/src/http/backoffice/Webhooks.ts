@@ -3,28 +3,33 @@
  * (libs/domain/src/api/backoffice/Webhooks.ts; spec 5.3, 6.1;
  * docs/decisions.md "Webhooks"): the role, checked before decoding
  * (`RoleCheck`, apps/api/src/BackOfficeAuth.ts), the receiver-URL rule with its DNS lookup (the
- * rule is libs/domain/src/ReceiverAddress.ts; the lookup, which is I/O,
- * happens here), the secret issued once and stored encrypted
+ * rule is libs/domain/src/ReceiverAddress.ts; the lookup and the check of
+ * every address are libs/runtime/src/ReceiverHosts.ts, the same service the
+ * dispatcher resolves with), the secret issued once and stored encrypted
  * (libs/domain/src/WebhookSecret.ts), and one repository call per request.
+ * The limits of docs/back-office.md "Webhook limits" are decided by the
+ * repository (its `Creation` and `Queued` outcomes); their answers, 409
+ * CONFLICT and 429 TOO_MANY_ATTEMPTS with Retry-After, are made here.
  * `WebhooksRepositories` names the persistence services they need;
  * Server.ts provides them with the rest, and `webhookConfigLayer` gives the
- * settings (WEBHOOK_ALLOW_INSECURE_URLS, WEBHOOK_SECRET_KEY).
+ * settings (WEBHOOK_ALLOW_INSECURE_URLS, WEBHOOK_SECRET_KEY,
+ * WEBHOOK_MAX_SUBSCRIPTIONS, WEBHOOK_ACTIONS_PER_MINUTE).
  */
 import * as Context from "effect/Context"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
-import { lookup } from "node:dns/promises"
 import * as Errors from "@school/domain/BackOfficeErrors"
 import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"
 import { CurrentEmployee } from "@school/domain/api/BackOfficeMiddleware"
 import { normalizeEvents } from "@school/domain/api/backoffice/Webhooks"
 import * as Pagination from "@school/domain/Pagination"
-import { parseReceiverUrl, type Policy, resolvedRefusal } from "@school/domain/ReceiverAddress"
+import { DEFAULT_ACTIONS_PER_MINUTE, DEFAULT_MAX_SUBSCRIPTIONS } from "@school/domain/WebhookLimits"
+import { parseReceiverUrl, type Policy } from "@school/domain/ReceiverAddress"
 import * as WebhookSecret from "@school/domain/WebhookSecret"
-import { type Queued, Webhooks } from "@school/persistence/Webhooks"
+import { type Created, type Creation, type Queued, Webhooks } from "@school/persistence/Webhooks"
+import * as ReceiverHosts from "@school/runtime/ReceiverHosts"
 
 /** The webhook settings the handlers use (docs/operations.md "Settings"). */
 export interface WebhookSettings {
@@ -32,11 +37,20 @@ export interface WebhookSettings {
   readonly allowInsecureUrls: boolean
   /** The key new secrets are encrypted with (WEBHOOK_SECRET_KEY, else the development key). */
   readonly secretKey: WebhookSecret.SecretKey
+  /** WEBHOOK_MAX_SUBSCRIPTIONS: subscriptions one school may have. */
+  readonly maxSubscriptions: number
+  /** WEBHOOK_ACTIONS_PER_MINUTE: accepted `test`, `resend` and `recover` calls per subscription per minute. */
+  readonly actionsPerMinute: number
 }
 
-/** The settings; defaults: https and public receivers only, the development key. */
+/** The settings; defaults: https and public receivers only, the development key, the limits' defaults. */
 export const WebhookConfig = Context.Reference<WebhookSettings>("school/api/WebhookConfig", {
-  defaultValue: () => ({ allowInsecureUrls: false, secretKey: WebhookSecret.DEVELOPMENT_KEY })
+  defaultValue: () => ({
+    allowInsecureUrls: false,
+    secretKey: WebhookSecret.DEVELOPMENT_KEY,
+    maxSubscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
+    actionsPerMinute: DEFAULT_ACTIONS_PER_MINUTE
+  })
 })
 
 export const DEVELOPMENT_KEY_WARNING =
@@ -51,37 +65,35 @@ export const DEVELOPMENT_KEY_WARNING =
 export const webhookConfigLayer = (options: {
   readonly allowInsecureUrls: boolean
   readonly secretKey: Option.Option<Uint8Array>
+  /** WEBHOOK_MAX_SUBSCRIPTIONS (the setting's default when omitted). */
+  readonly maxSubscriptions?: number | undefined
+  /** WEBHOOK_ACTIONS_PER_MINUTE (the setting's default when omitted). */
+  readonly actionsPerMinute?: number | undefined
 }) =>
   Layer.effect(
     WebhookConfig,
     Effect.as(
       Option.isNone(options.secretKey) ? Effect.logWarning(DEVELOPMENT_KEY_WARNING) : Effect.void,
-      { allowInsecureUrls: options.allowInsecureUrls, secretKey: WebhookSecret.currentKey(options.secretKey) }
+      {
+        allowInsecureUrls: options.allowInsecureUrls,
+        secretKey: WebhookSecret.currentKey(options.secretKey),
+        maxSubscriptions: options.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS,
+        actionsPerMinute: options.actionsPerMinute ?? DEFAULT_ACTIONS_PER_MINUTE
+      }
     )
   )
 
-/** How long a receiver host's DNS lookup may take before the URL is refused. */
-export const RESOLVE_TIMEOUT = Duration.seconds(5)
+/** How long a receiver host's DNS lookup may take before the URL is refused (libs/runtime/src/ReceiverHosts.ts). */
+export const RESOLVE_TIMEOUT = ReceiverHosts.RESOLVE_TIMEOUT
 
 /** Resolves a host name to every address it has; fails with why it could not. */
 export type Resolve = (host: string) => Effect.Effect<ReadonlyArray<string>, string>
 
-/** The system resolver (`getaddrinfo`, as the dispatcher's connection will use), every address. */
+/** The system resolver, as the dispatcher's receiver client uses it (`ReceiverHosts.systemLookup`), every address. */
 export const systemResolve: Resolve = (host) =>
-  Effect.tryPromise({
-    try: () => lookup(host, { all: true, verbatim: true }),
-    catch: (error) => {
-      const code = error instanceof Error && "code" in error ? String(error.code) : "error"
-      return code === "ENOTFOUND" || code === "ENODATA"
-        ? `${host} does not resolve`
-        : `${host} could not be resolved (${code}); try again`
-    }
-  }).pipe(
+  ReceiverHosts.within(ReceiverHosts.systemLookup, RESOLVE_TIMEOUT)(host).pipe(
     Effect.map((addresses) => addresses.map((entry) => entry.address)),
-    Effect.timeoutOrElse({
-      duration: RESOLVE_TIMEOUT,
-      orElse: () => Effect.fail(`${host} could not be resolved in time; try again`)
-    })
+    Effect.mapError((refusal) => refusal.message)
   )
 
 /** The resolver receiver hosts are checked with (tests give their own). */
@@ -94,8 +106,22 @@ const urlRefused = (message: string) =>
 
 const subscriptionNotFound = (id: number) => new Errors.NotFound({ message: `Webhook subscription ${id} does not exist.` })
 
-/** The answer of a call that queued work: the value, or its 404 / 409. */
-const queued = <A>(id: number, outcome: Queued<A>): Effect.Effect<A, Errors.NotFound | Errors.Conflict> => {
+/** The answer of a creation: the subscription, or 409 past the school's limit (docs/back-office.md "Webhook limits"). */
+const creation = (outcome: Creation): Effect.Effect<Created, Errors.Conflict> =>
+  outcome._tag === "Created"
+    ? Effect.succeed(outcome.value)
+    : Effect.fail(
+      new Errors.Conflict({
+        message: `This school already has ${outcome.limit} webhook subscriptions, the most it may have: ` +
+          `delete one before adding another.`
+      })
+    )
+
+/** The answer of a call that queued work: the value, or its 404 / 409 / 429 (docs/back-office.md "Webhook limits"). */
+const queued = <A>(
+  id: number,
+  outcome: Queued<A>
+): Effect.Effect<A, Errors.NotFound | Errors.Conflict | Errors.TooManyAttempts> => {
   switch (outcome._tag) {
     case "Queued":
       return Effect.succeed(outcome.value)
@@ -111,6 +137,16 @@ const queued = <A>(id: number, outcome: Queued<A>): Effect.Effect<A, Errors.NotF
           message: `Webhook subscription ${id} is disabled: enable it first (POST /webhooks/${id}/enable).`
         })
       )
+    case "TooMany": {
+      const seconds = `${outcome.retryAfterSeconds} second${outcome.retryAfterSeconds === 1 ? "" : "s"}`
+      return Effect.fail(
+        new Errors.TooManyAttempts({
+          message: `Webhook subscription ${id} accepts at most ${outcome.limit} test, resend and recover calls ` +
+            `per minute. Retry after ${seconds}.`,
+          headers: { "retry-after": outcome.retryAfterSeconds }
+        })
+      )
+    }
   }
 }
 
@@ -133,10 +169,13 @@ const WebhooksGroupLive = HttpApiBuilder.group(
       const parsed = parseReceiverUrl(text, policy)
       if (parsed._tag === "Invalid") return yield* urlRefused(parsed.message)
       if (parsed.host._tag === "Name" && !policy.allowInsecure) {
-        const host = parsed.host.name
-        const addresses = yield* Effect.mapError(resolve(host), urlRefused)
-        const refusal = resolvedRefusal(host, addresses, policy)
-        if (refusal !== undefined) return yield* urlRefused(refusal)
+        // The dispatcher's own check (libs/runtime/src/ReceiverHosts.ts), with this API's resolver.
+        const hosts = ReceiverHosts.make({
+          allowInsecureUrls: policy.allowInsecure,
+          timeout: RESOLVE_TIMEOUT,
+          lookup: ReceiverHosts.lookupOfAddresses(resolve)
+        })
+        yield* Effect.mapError(hosts.resolve(parsed.host.name), (refusal) => urlRefused(refusal.message))
       }
       return parsed.href
     })
@@ -146,12 +185,14 @@ const WebhooksGroupLive = HttpApiBuilder.group(
         const { schoolId } = yield* CurrentEmployee
         const url = yield* checkUrl(payload.url)
         const secret = WebhookSecret.generateSecret()
-        const created = yield* webhooks.create(schoolId, {
-          url,
-          events: normalizeEvents(payload.events),
-          secretCiphertext: WebhookSecret.encrypt(config.secretKey, secret)
-        })
-        return { success: true as const, data: { ...created, secret } }
+        const subscription = yield* creation(
+          yield* webhooks.create(schoolId, {
+            url,
+            events: normalizeEvents(payload.events),
+            secretCiphertext: WebhookSecret.encrypt(config.secretKey, secret)
+          }, config.maxSubscriptions)
+        )
+        return { success: true as const, data: { ...subscription, secret } }
       }))
       .handle("list", Effect.fnUntraced(function*({ query }) {
         const { schoolId } = yield* CurrentEmployee
@@ -189,9 +230,14 @@ const WebhooksGroupLive = HttpApiBuilder.group(
         if (Option.isNone(updated)) return yield* subscriptionNotFound(params.id)
         return { success: true as const, data: updated.value }
       }))
+      .handle("delete", Effect.fnUntraced(function*({ params }) {
+        const { schoolId } = yield* CurrentEmployee
+        if (!(yield* webhooks.remove(schoolId, params.id))) return yield* subscriptionNotFound(params.id)
+        return { success: true as const, data: { id: params.id } }
+      }))
       .handle("test", Effect.fnUntraced(function*({ params }) {
         const { schoolId } = yield* CurrentEmployee
-        const eventId = yield* queued(params.id, yield* webhooks.queueTest(schoolId, params.id))
+        const eventId = yield* queued(params.id, yield* webhooks.queueTest(schoolId, params.id, config.actionsPerMinute))
         return { success: true as const, data: { event_id: eventId } }
       }))
       .handle("deliveries", Effect.fnUntraced(function*({ params }) {
@@ -212,12 +258,18 @@ const WebhooksGroupLive = HttpApiBuilder.group(
       }))
       .handle("resend", Effect.fnUntraced(function*({ params }) {
         const { schoolId } = yield* CurrentEmployee
-        const deliveryId = yield* queued(params.id, yield* webhooks.resend(schoolId, params.id, params.delivery_id))
+        const deliveryId = yield* queued(
+          params.id,
+          yield* webhooks.resend(schoolId, params.id, params.delivery_id, config.actionsPerMinute)
+        )
         return { success: true as const, data: { delivery_id: deliveryId } }
       }))
       .handle("recover", Effect.fnUntraced(function*({ params, payload }) {
         const { schoolId } = yield* CurrentEmployee
-        const count = yield* queued(params.id, yield* webhooks.recover(schoolId, params.id, payload.since))
+        const count = yield* queued(
+          params.id,
+          yield* webhooks.recover(schoolId, params.id, payload.since, payload.which ?? "failed", config.actionsPerMinute)
+        )
         return { success: true as const, data: { queued: count } }
       }))
   })

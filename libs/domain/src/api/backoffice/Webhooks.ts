@@ -1,10 +1,14 @@
 /**
  * The back office's webhook subscriptions (docs/back-office.md; spec 5.3,
- * 6.1): create, list, read, change, disable/enable, test, the journal, one
- * delivery, resend, recover. The contract: paths, bodies, success shapes and
- * errors, and the roles each call needs (`RequiredAccess`, checked by
- * `RoleCheck` before the request is decoded, so a refused role gets 403
- * FORBIDDEN whatever it sent). Endpoints are added before `.middleware(...)`.
+ * 6.1): create, list, read, change, disable/enable, delete, test, the
+ * journal, one delivery, resend, recover, and the answers of their limits
+ * (docs/back-office.md "Webhook limits": 409 CONFLICT past the school's
+ * subscriptions, 429 TOO_MANY_ATTEMPTS with Retry-After past a
+ * subscription's actions per minute). The contract: paths, bodies, success
+ * shapes and errors, and the roles each call needs (`RequiredAccess`,
+ * checked by `RoleCheck` before the request is decoded, so a refused role
+ * gets 403 FORBIDDEN whatever it sent). Endpoints are added before
+ * `.middleware(...)`.
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -20,6 +24,7 @@ import { MAX_URL_LENGTH } from "../../ReceiverAddress.ts"
 import { FULL_ACCESS, OWNER_OR_ADMINISTRATOR } from "../../Sessions.ts"
 import { Text } from "../../Text.ts"
 import { IsoInstant, Timestamp } from "../../Timestamps.ts"
+import { DeliveryPublicId } from "../../WebhookSignature.ts"
 import {
   BackOfficeValidation,
   bodyRefusals,
@@ -145,8 +150,23 @@ export const UpdateWebhookRequest = Schema.Struct({
 )
 export type UpdateWebhookRequest = typeof UpdateWebhookRequest.Type
 
-/** `POST /webhooks/{id}/recover`: failures that ended at or after `since` (ISO 8601 with offset). */
-export const RecoverRequest = Schema.Struct({ since: IsoInstant })
+/** What `recover` queues again: deliveries that ended `failed` (the default), or that were `skipped` while disabled. */
+export const RecoverWhich = Schema.Literals(["failed", "skipped"]).annotate({
+  message: "Expected failed or skipped",
+  description: "failed (the default): deliveries that failed; skipped: events journaled while the subscription was disabled"
+})
+export type RecoverWhich = typeof RecoverWhich.Type
+
+/**
+ * `POST /webhooks/{id}/recover`: deliveries that ended `failed` (or were
+ * journaled `skipped`, with `which: "skipped"`) at or after `since` (ISO
+ * 8601 with offset).
+ */
+export const RecoverRequest = Schema.Struct({
+  since: IsoInstant,
+  which: Schema.optionalKey(RecoverWhich)
+})
+export type RecoverRequest = typeof RecoverRequest.Type
 
 // ---------------------------------------------------------------------------
 // Responses
@@ -162,7 +182,11 @@ export const Subscription = Schema.Struct({
   events: Schema.Array(SubscribableEventName),
   status: WebhookStatus,
   created_at: Timestamp,
-  updated_at: Timestamp
+  updated_at: Timestamp,
+  skipped_events: Schema.Int.annotate({
+    description: "Deliveries journaled skipped while the subscription was disabled and not recovered yet " +
+      "(POST /webhooks/{id}/recover with which: skipped)"
+  })
 })
 export type Subscription = typeof Subscription.Type
 
@@ -177,7 +201,8 @@ export const CreatedSubscription = Schema.Struct({
 })
 export type CreatedSubscription = typeof CreatedSubscription.Type
 
-export const DeliveryStatus = Schema.Literals(["pending", "delivered", "failed"])
+/** `skipped`: an event the subscription would have received while it was disabled; no attempt was made. */
+export const DeliveryStatus = Schema.Literals(["pending", "delivered", "failed", "skipped"])
 
 /** A delivery in the journal. */
 export const JournalEntry = Schema.Struct({
@@ -187,7 +212,12 @@ export const JournalEntry = Schema.Struct({
   response_code: Schema.NullOr(Schema.Int),
   attempts: Schema.Int,
   created_at: Timestamp,
-  last_attempt_at: Schema.NullOr(Timestamp)
+  last_attempt_at: Schema.NullOr(Timestamp),
+  next_attempt_at: Schema.NullOr(Timestamp).annotate({ description: "When the next attempt is due while pending; null otherwise" }),
+  webhook_id: DeliveryPublicId.annotate({
+    description: "The delivery's id as the receiver sees it (webhook-id and X-Service-Delivery headers)",
+    examples: ["msg_4b1e3f0c9a8d4e2f8c6b5a4d3e2f1a0b"]
+  })
 })
 export type JournalEntry = typeof JournalEntry.Type
 
@@ -217,14 +247,19 @@ export const JOURNAL_LENGTH = 50
 const idParams = { id: WebhookIdFromPath }
 const deliveryParams = { id: WebhookIdFromPath, delivery_id: DeliveryIdFromPath }
 const single = ok(Subscription)
+/** The calls a subscription's action limit counts: each can be refused with 429 and Retry-After. */
+const throttled = Errors.TooManyAttempts.envelope
 export class WebhooksGroup extends HttpApiGroup.make("webhooks")
   .add(
     HttpApiEndpoint.post("create", "/webhooks", {
       payload: CreateWebhookRequest,
       success: ok(CreatedSubscription).pipe(HttpApiSchema.status(201)),
-      error: [Errors.ValidationFailed.envelope, ...bodyRefusals]
+      error: [Errors.ValidationFailed.envelope, Errors.Conflict.envelope, ...bodyRefusals]
     }).annotate(RequiredAccess, OWNER_OR_ADMINISTRATOR)
-      .annotate(OpenApi.Summary, "Subscribe a receiver URL to events; the secret is shown only here"),
+      .annotate(
+        OpenApi.Summary,
+        "Subscribe a receiver URL to events; the secret is shown only here (409 past WEBHOOK_MAX_SUBSCRIPTIONS)"
+      ),
     HttpApiEndpoint.get("list", "/webhooks", {
       query: pageQuery,
       success: okList(Subscription)
@@ -255,10 +290,16 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
       error: [Errors.NotFound.envelope]
     }).annotate(RequiredAccess, OWNER_OR_ADMINISTRATOR)
       .annotate(OpenApi.Summary, "Resume deliveries to a disabled subscription"),
+    HttpApiEndpoint.delete("delete", "/webhooks/:id", {
+      params: idParams,
+      success: ok(Schema.Struct({ id: WebhookId })),
+      error: [Errors.NotFound.envelope]
+    }).annotate(RequiredAccess, OWNER_OR_ADMINISTRATOR)
+      .annotate(OpenApi.Summary, "Delete the subscription with its secret, its pending deliveries and its journal"),
     HttpApiEndpoint.post("test", "/webhooks/:id/test", {
       params: idParams,
       success: okQueued(Schema.Struct({ event_id: EventId })),
-      error: [Errors.NotFound.envelope, Errors.Conflict.envelope]
+      error: [Errors.NotFound.envelope, Errors.Conflict.envelope, throttled]
     }).annotate(RequiredAccess, OWNER_OR_ADMINISTRATOR)
       .annotate(OpenApi.Summary, "Queue a webhook.test event to this subscription's current URL"),
     HttpApiEndpoint.get("deliveries", "/webhooks/:id/deliveries", {
@@ -276,16 +317,16 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
     HttpApiEndpoint.post("resend", "/webhooks/:id/deliveries/:delivery_id/resend", {
       params: deliveryParams,
       success: okQueued(Schema.Struct({ delivery_id: DeliveryId })),
-      error: [Errors.NotFound.envelope, Errors.Conflict.envelope]
+      error: [Errors.NotFound.envelope, Errors.Conflict.envelope, throttled]
     }).annotate(RequiredAccess, OWNER_OR_ADMINISTRATOR)
       .annotate(OpenApi.Summary, "Queue the same event again as a new delivery (same body) to the current URL"),
     HttpApiEndpoint.post("recover", "/webhooks/:id/recover", {
       params: idParams,
       payload: RecoverRequest,
       success: okQueued(Schema.Struct({ queued: Schema.Int })),
-      error: [Errors.NotFound.envelope, Errors.Conflict.envelope, ...bodyRefusals]
+      error: [Errors.NotFound.envelope, Errors.Conflict.envelope, throttled, ...bodyRefusals]
     }).annotate(RequiredAccess, OWNER_OR_ADMINISTRATOR)
-      .annotate(OpenApi.Summary, "Queue again every delivery that ended failed at or after since")
+      .annotate(OpenApi.Summary, "Queue again every delivery that ended failed (or was skipped) at or after since")
   )
   .middleware(RoleCheck)
   .middleware(BackOfficeValidation)
