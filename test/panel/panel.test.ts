@@ -1,20 +1,25 @@
 /**
- * The web panel at /crm in a real browser (issue 12; docs/back-office.md
- * "Web panel"), against the real API and dispatcher processes, this file's
+ * The web panel at /crm in a real browser (docs/back-office.md "Web
+ * panel"), against the real API and dispatcher processes, this file's
  * database and loopback receivers: signing in and out, wrong passwords and
  * TOO_MANY_ATTEMPTS, a session that expires, API keys shown once,
  * TARIFF_TOO_LOW explained, webhooks with their secret shown once, a test
  * event delivered in the journal, a failing receiver making the
- * subscription problematic and the unread count rise, roles, and values
+ * subscription problematic and the unread count rise, disabling after a
+ * confirmation that says what it means and the events skipped meanwhile
+ * sent later, when a pending delivery is tried next, deleting after a
+ * confirmation that says what goes, the webhook limits (a 429's wait
+ * counted down on held buttons, a 409 on creation), roles, and values
  * holding `<img src=x onerror=alert(1)>` shown as text. Last, the
  * screenshots of docs/back-office.md "Web panel": sign-in, API keys (a key
- * just issued), the webhook list, one webhook's journal, notifications and
- * leads at 1280x800 and 360x740; taken on every run (a page that stops
- * rendering or overflows fails here), written to docs/images/ only with
- * UPDATE_SCREENSHOTS=1, else to a temporary directory (docs/decisions.md
- * "Back-office web panel"). One file, so one browser and one pair of
- * processes serve them all and the suite's other timing tests share the
- * machine with as little as possible.
+ * just issued), the webhook list, one webhook's journal, the disable and
+ * delete confirmations, events skipped while disabled, the wait after too
+ * many test sends, notifications and leads at 1280x800 and 360x740; taken
+ * on every run (a page that stops rendering or overflows fails here),
+ * written to docs/images/ only with UPDATE_SCREENSHOTS=1, else to a
+ * temporary directory (docs/decisions.md "Back-office web panel"). One
+ * file, so one browser and one pair of processes serve them all and the
+ * suite's other timing tests share the machine with as little as possible.
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
@@ -23,8 +28,6 @@ import { Webhook } from "standardwebhooks"
 import * as BackOffice from "../support/BackOffice.ts"
 import * as Receivers from "../support/Receivers.ts"
 import { subscription } from "../dispatcher/support.ts"
-import { join } from "node:path"
-import type { Page } from "playwright-core"
 import {
   closeClean,
   crmAs,
@@ -32,8 +35,9 @@ import {
   Env,
   openPage,
   PanelEnv,
+  LIMITS,
   PHONE,
-  screenshotDirectory,
+  shoot,
   signIn,
   tabs,
   unreadCount,
@@ -45,6 +49,7 @@ const text = (value: unknown): string => typeof value === "string" ? value : ""
 const Id = Schema.Struct({ id: Schema.Int })
 const Journal = Schema.Array(Schema.Struct({ status: Schema.String }))
 const Hook = Schema.Struct({ status: Schema.String })
+const Skipped = Schema.Struct({ skipped_events: Schema.Int })
 
 layer(Env, { excludeTestServices: true, timeout: 120_000 })("web panel", (it) => {
   it.effect("sign in, who and role; a wrong password and TOO_MANY_ATTEMPTS said as such; sign out", () =>
@@ -274,7 +279,9 @@ layer(Env, { excludeTestServices: true, timeout: 120_000 })("web panel", (it) =>
         assert.deepStrictEqual(await page.locator(".facts .chips li").allInnerTexts(), ["student.created", "lead.created"])
 
         await page.getByRole("button", { name: "Disable" }).click()
-        await page.getByText(/^Disabled: nothing is sent/u).waitFor()
+        await page.getByRole("dialog").getByRole("button", { name: "Disable webhook" }).click()
+        await page.getByText(/^Webhook #\d+ is disabled\.$/u).waitFor()
+        await page.locator(".summary .notice-info").getByText("Disabled: nothing is sent.").waitFor()
         assert.strictEqual(await page.locator(".summary-head .badge").innerText(), "disabled")
         await page.getByRole("button", { name: "Send test event" }).click()
         await page.locator(".action-message .notice-error").waitFor()
@@ -329,6 +336,258 @@ layer(Env, { excludeTestServices: true, timeout: 120_000 })("web panel", (it) =>
         await page.getByRole("button", { name: "Mark as read" }).click()
         await until("the unread count falls", async () => (await unreadCount(page)) === 0)
         await page.getByText("Everything is read.").waitFor()
+        await closeClean(watched)
+      })
+    }), { timeout: 60_000 })
+
+  it.effect("disabling asks first and says what it means; events while disabled are journaled skipped, nothing is sent; enabling sends nothing; Send skipped events sends them", () =>
+    Effect.gen(function*() {
+      const { baseUrl, browser } = yield* PanelEnv
+      const school = yield* BackOffice.staffSchool("pro")
+      const receiver = yield* Receivers.startReceiver()
+      yield* Effect.promise(async () => {
+        const owner = await crmAs(baseUrl, school.emails.owner)
+        const hook = Schema.decodeUnknownSync(Id)(await owner.post("/webhooks", { url: receiver.url, events: ["lead.created"] }))
+        const skippedEvents = async () => Schema.decodeUnknownSync(Skipped)(await owner.get(`/webhooks/${hook.id}`)).skipped_events
+        const watched = await openPage(browser)
+        const { page } = watched
+        await signIn(page, baseUrl, school.emails.administrator)
+        await page.goto(`${baseUrl}/crm#/webhooks/${hook.id}`)
+        await page.getByText("No deliveries yet.").waitFor()
+
+        // The confirmation says what disabling does; Cancel keeps it active.
+        await page.getByRole("button", { name: "Disable" }).click()
+        const dialog = page.getByRole("dialog")
+        assert.strictEqual(await dialog.getByRole("heading").innerText(), `Disable webhook #${hook.id}?`)
+        assert.deepStrictEqual(await dialog.locator("p").allInnerTexts(), [
+          `While it is disabled, nothing is sent to ${receiver.url}.`,
+          "Each event it would have received is recorded as skipped in the journal, with no attempt and no request.",
+          "Enabling it again sends nothing by itself. The skipped events can be sent later with “Send skipped events”."
+        ])
+        assert.strictEqual(await page.evaluate<string>("document.activeElement.textContent"), "Cancel")
+        await dialog.getByRole("button", { name: "Cancel" }).click()
+        await dialog.waitFor({ state: "detached" })
+        assert.strictEqual(await page.locator(".summary-head .badge").innerText(), "active")
+        assert.strictEqual(Schema.decodeUnknownSync(Hook)(await owner.get(`/webhooks/${hook.id}`)).status, "active")
+
+        await page.getByRole("button", { name: "Disable" }).click()
+        await dialog.getByRole("button", { name: "Disable webhook" }).click()
+        await page.getByText(/^Webhook #\d+ is disabled\.$/u).waitFor()
+        await page.locator(".summary .notice-info").getByText("Disabled: nothing is sent.").waitFor()
+        assert.strictEqual(await page.locator(".summary-head .badge").innerText(), "disabled")
+
+        // Two events while it is disabled: journaled skipped, never sent.
+        await owner.post("/leads", { phone: "+7 999 000-00-01", name: "Skipped one" })
+        await owner.post("/leads", { phone: "+7 999 000-00-02", name: "Skipped two" })
+        await until("the two events are journaled skipped", async () => (await skippedEvents()) === 2)
+        await page.reload()
+        await page.getByText("2 events were skipped while this webhook was disabled").waitFor()
+        const skipped = page.locator("tbody tr[data-status='skipped']")
+        await until("both show skipped", async () => (await skipped.count()) === 2)
+        assert.deepStrictEqual(
+          (await skipped.first().locator("td").allInnerTexts()).slice(0, 4),
+          ["lead.created", "skipped\nnot sent: disabled", "—", "0"]
+        )
+
+        // One of them: never tried, and said so, with the id its receiver will see.
+        await skipped.first().getByRole("link", { name: /details/u }).click()
+        await page.getByText(/^This event happened while the webhook was disabled: it was recorded, not sent\./u).waitFor()
+        await page.getByText("Not tried yet.").waitFor()
+        const facts = await page.locator(".facts dd").allInnerTexts()
+        assert.include(facts, "skipped\nnot sent: disabled")
+        assert.match(facts.at(-1) ?? "", /^msg_\w+$/u)
+        await page.goBack()
+
+        // Enabling sends nothing by itself, and says so.
+        await page.getByRole("button", { name: "Enable" }).click()
+        await page.getByText("Enabled: deliveries resume. The skipped events are not sent by themselves: use “Send skipped events” to send them.")
+          .waitFor()
+        await new Promise((done) => setTimeout(done, 1_000))
+        assert.strictEqual(receiver.received.length, 0)
+        assert.strictEqual(await skippedEvents(), 2)
+        await page.getByText("2 events were skipped while this webhook was disabled").waitFor()
+
+        await page.getByRole("button", { name: "Send skipped events" }).click()
+        await page.getByText("2 skipped events are queued; they show in the deliveries below.").waitFor()
+        await page.locator(".notice-skipped").waitFor({ state: "detached" })
+        const sent = await Effect.runPromise(receiver.waitFor(2))
+        assert.sameMembers(sent.map((request) => text(request.headers["x-service-event"])), ["lead.created", "lead.created"])
+        await until("the two sent show delivered", async () => (await page.locator("tbody tr[data-status='delivered']").count()) === 2)
+        assert.strictEqual(await skippedEvents(), 0)
+        await closeClean(watched)
+      })
+    }), { timeout: 60_000 })
+
+  it.effect("a pending delivery says when it is tried next: a countdown while it is near, else the time", () =>
+    Effect.gen(function*() {
+      const { baseUrl, browser } = yield* PanelEnv
+      const sql = yield* SqlClient.SqlClient
+      const school = yield* BackOffice.staffSchool("pro")
+      const receiver = yield* Receivers.startReceiver()
+      const owner = yield* Effect.promise(() => crmAs(baseUrl, school.emails.owner))
+      const hook = Schema.decodeUnknownSync(Id)(yield* Effect.promise(() => owner.post("/webhooks", { url: receiver.url, events: ["lead.created"] })))
+      yield* Effect.promise(async () => {
+        await owner.post("/leads", { phone: "+7 999 000-00-03", name: "Retried" })
+        await Effect.runPromise(receiver.waitFor(1))
+      })
+      // Two retries as the dispatcher records them after a failed attempt: one due in 42 s, one in 2 hours.
+      yield* sql`
+        INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, body, attempts, response_code,
+                                        last_attempt_at, next_attempt_at)
+        SELECT school_id, subscription_id, event_id, event, id, body, 1, 503, now(), now() + make_interval(secs => later)
+        FROM webhook_deliveries, unnest(ARRAY[7200, 42]) AS due (later)
+        WHERE school_id = ${school.schoolId} AND subscription_id = ${hook.id}
+        ORDER BY later DESC`.pipe(Effect.orDie)
+      yield* Effect.promise(async () => {
+        const watched = await openPage(browser)
+        const { page } = watched
+        await signIn(page, baseUrl, school.emails.owner)
+        await page.goto(`${baseUrl}/crm#/webhooks/${hook.id}`)
+        const pending = page.locator("tbody tr[data-status='pending'] .state-detail")
+        await until("both retries show", async () => (await pending.count()) === 2)
+        const soon = /^next attempt in (\d+) s$/u.exec(await pending.first().innerText())
+        assert.isNotNull(soon, await pending.first().innerText())
+        assert.isTrue(Number(soon?.[1]) <= 42 && Number(soon?.[1]) >= 30, soon?.[1])
+        assert.match(await pending.nth(1).innerText(), /^next attempt at \d{1,2} \w{3,4} \d{4}, \d{2}:\d{2}:\d{2}$/u)
+        await until("the countdown runs", async () => Number(/(\d+) s$/u.exec(await pending.first().innerText())?.[1]) < Number(soon?.[1]), 5_000)
+        await closeClean(watched)
+      })
+    }))
+
+  it.effect("deleting a webhook asks first and says what goes; Cancel keeps it; Delete removes it and returns to the list", () =>
+    Effect.gen(function*() {
+      const { baseUrl, browser } = yield* PanelEnv
+      const school = yield* BackOffice.staffSchool("pro")
+      yield* Effect.promise(async () => {
+        const owner = await crmAs(baseUrl, school.emails.owner)
+        const url = "http://127.0.0.1:9/hooks/old-site"
+        const keptUrl = "http://127.0.0.1:9/hooks/new-site"
+        const hook = Schema.decodeUnknownSync(Id)(await owner.post("/webhooks", { url, events: ["lead.created"] }))
+        await owner.post("/webhooks", { url: keptUrl, events: ["lead.created"] })
+        const watched = await openPage(browser)
+        const { page } = watched
+        await signIn(page, baseUrl, school.emails.owner)
+        await page.goto(`${baseUrl}/crm#/webhooks/${hook.id}`)
+        await page.getByText("No deliveries yet.").waitFor()
+
+        await page.getByRole("button", { name: "Delete" }).click()
+        const dialog = page.getByRole("dialog")
+        assert.strictEqual(await dialog.getByRole("heading").innerText(), `Delete webhook #${hook.id}?`)
+        assert.deepStrictEqual(await dialog.locator("p, li").allInnerTexts(), [
+          "This deletes, for good:",
+          `the subscription to ${url};`,
+          "its pending deliveries: they will not be sent;",
+          "its journal of deliveries;",
+          "its signing secret.",
+          "It cannot be undone. To receive these events again, create a new webhook: it gets a new secret."
+        ])
+        // Focus starts on Cancel, so Enter alone deletes nothing.
+        assert.strictEqual(await page.evaluate<string>("document.activeElement.textContent"), "Cancel")
+        await page.keyboard.press("Enter")
+        await dialog.waitFor({ state: "detached" })
+        await owner.get(`/webhooks/${hook.id}`)
+        assert.strictEqual(await page.getByRole("heading", { name: `Webhook #${hook.id}`, level: 1 }).count(), 1)
+
+        await page.getByRole("button", { name: "Delete" }).click()
+        await dialog.getByRole("button", { name: "Delete webhook" }).click()
+        await page.getByRole("heading", { name: "Webhooks", level: 1 }).waitFor()
+        await page.getByText(`Webhook #${hook.id} is deleted, with its pending deliveries, its journal and its secret.`).waitFor()
+        await page.locator("tbody tr").first().waitFor()
+        assert.deepStrictEqual(await page.locator("tbody tr a.url").allInnerTexts(), [keptUrl])
+        assert.strictEqual((await owner.request("GET", `/webhooks/${hook.id}`)).status, 404)
+        // Its address now says so.
+        await page.goto(`${baseUrl}/crm#/webhooks/${hook.id}`)
+        await page.getByText("Not found.").waitFor()
+        await closeClean(watched)
+      })
+    }))
+
+  it.effect("the action limit: a 429 says how long to wait and holds the buttons, counting down, until Retry-After has passed; no double submit; a 409 on create shows the server's message", () =>
+    Effect.gen(function*() {
+      const { baseUrl, browser } = yield* PanelEnv
+      const school = yield* BackOffice.staffSchool("pro")
+      const receiver = yield* Receivers.startReceiver()
+      yield* Effect.promise(async () => {
+        const owner = await crmAs(baseUrl, school.emails.owner)
+        const hook = Schema.decodeUnknownSync(Id)(await owner.post("/webhooks", { url: receiver.url, events: ["lead.created"] }))
+        // All but one of the minute's calls.
+        for (let call = 1; call < Number(LIMITS.WEBHOOK_ACTIONS_PER_MINUTE); call++) await owner.post(`/webhooks/${hook.id}/test`)
+        const watched = await openPage(browser)
+        const { page } = watched
+        // The page's clock, to move past Retry-After without waiting a minute.
+        await page.clock.install()
+        await signIn(page, baseUrl, school.emails.owner)
+        await page.goto(`${baseUrl}/crm#/webhooks/${hook.id}`)
+        const sendTest = page.getByRole("button", { name: "Send test event" })
+        const sendFailed = page.getByRole("button", { name: "Send again" })
+        await sendTest.waitFor()
+
+        // While its call is in flight the button is disabled, and another click sends nothing.
+        const calls: Array<string> = []
+        page.on("request", (request) => {
+          if (request.url().endsWith(`/webhooks/${hook.id}/test`)) calls.push(request.method())
+        })
+        let answer = () => {}
+        const held = new Promise<void>((done) => (answer = done))
+        await page.route(`**/webhooks/${hook.id}/test`, async (route) => {
+          await held
+          await route.continue()
+        })
+        await sendTest.click()
+        assert.isTrue(await sendTest.isDisabled())
+        assert.strictEqual(await sendTest.getAttribute("aria-busy"), "true")
+        await sendTest.dispatchEvent("click")
+        answer()
+        await page.getByText("A webhook.test event is queued; it shows in the deliveries below.").waitFor()
+        await page.unroute(`**/webhooks/${hook.id}/test`)
+        assert.deepStrictEqual(calls, ["POST"])
+        assert.isFalse(await sendTest.isDisabled())
+
+        // One call too many: the wait, and every button of the limited calls held, counting down.
+        await sendTest.click()
+        const wait = page.locator(".action-message .notice-warning .notice-title")
+        await wait.waitFor()
+        const said = /^Too many test sends: try again in (\d+) s$/u.exec(await wait.innerText())
+        assert.isNotNull(said, await wait.innerText())
+        const seconds = Number(said?.[1])
+        assert.isTrue(seconds >= 1 && seconds <= 60, `${seconds}`)
+        assert.isTrue(await sendTest.isDisabled())
+        assert.isTrue(await sendFailed.isDisabled())
+        assert.match(await sendTest.getAttribute("data-wait") ?? "", /^\d+ s$/u)
+        await until("the wait counts down", async () => Number(/(\d+) s$/u.exec(await wait.innerText())?.[1]) < seconds, 5_000)
+        assert.isTrue(await sendTest.isDisabled())
+
+        // Once Retry-After has passed, they are offered again.
+        await page.clock.fastForward(seconds * 1_000)
+        await page.getByText("You can try again now.").waitFor()
+        assert.isFalse(await sendTest.isDisabled())
+        assert.isFalse(await sendFailed.isDisabled())
+        assert.isNull(await sendTest.getAttribute("data-wait"))
+
+        // The server's minute has not passed: refused again; the delivery page holds its Send again too.
+        await sendTest.click()
+        await wait.waitFor()
+        await page.locator("tbody tr").first().getByRole("link", { name: /details/u }).click()
+        await page.getByRole("heading", { name: "Attempts" }).waitFor()
+        const resend = page.getByRole("button", { name: "Send again" })
+        assert.isTrue(await resend.isDisabled())
+        assert.match(await resend.getAttribute("data-wait") ?? "", /^\d+ s$/u)
+
+        // As many subscriptions as the school may have: the server's 409 message, next to the form.
+        for (let count = 1; count < Number(LIMITS.WEBHOOK_MAX_SUBSCRIPTIONS); count++) {
+          await owner.post("/webhooks", { url: `${receiver.url}/${count}`, events: ["lead.created"] })
+        }
+        await page.getByRole("link", { name: "Webhooks", exact: true }).click()
+        await page.getByLabel("Receiver URL").fill(`${receiver.url}/one-more`)
+        await page.getByRole("checkbox", { name: /lead\.created/u }).check()
+        await page.getByRole("button", { name: "Create webhook" }).click()
+        const refused = page.locator(".form-problem .notice-error")
+        await refused.waitFor()
+        const reply = await owner.request("POST", "/webhooks", { url: `${receiver.url}/one-more`, events: ["lead.created"] })
+        const expected = BackOffice.expectError(reply, 409, "CONFLICT")
+        assert.include(expected.message, LIMITS.WEBHOOK_MAX_SUBSCRIPTIONS)
+        assert.include(await refused.innerText(), expected.message)
+        assert.strictEqual(await page.locator(".secret-value").count(), 0)
         await closeClean(watched)
       })
     }), { timeout: 60_000 })
@@ -395,14 +654,15 @@ layer(Env, { excludeTestServices: true, timeout: 120_000 })("web panel", (it) =>
       })
     }), { timeout: 60_000 })
 
-  it.effect("screenshots: sign-in, keys, webhooks, one webhook's journal, notifications and leads, at desktop and phone widths", () =>
+  it.effect("screenshots: sign-in, keys, webhooks, one webhook's journal, events skipped while disabled, the disable and delete confirmations, the wait after too many sends, notifications and leads, at desktop and phone widths", () =>
     Effect.gen(function*() {
       const { baseUrl, browser } = yield* PanelEnv
       const school = yield* BackOffice.staffSchool("pro")
       const healthy = yield* Receivers.startReceiver()
       const failing = yield* Receivers.startReceiver(() => Receivers.status(503))
       yield* Effect.promise(async () => {
-        // The school: keys, three webhooks (active with deliveries, problematic, disabled), leads with a task.
+        // The school: keys, four webhooks (active with deliveries, problematic, disabled with events it
+        // skipped, one whose test sends reach the limit), leads with a task.
         const owner = await crmAs(baseUrl, school.emails.owner)
         await owner.post("/api-keys", { name: "Accounting export", scope: "read", expires_at: "2027-06-30T23:59:59+03:00" })
         const old = Schema.decodeUnknownSync(Id)(await owner.post("/api-keys", { name: "Old CRM sync", scope: "write" }))
@@ -414,8 +674,15 @@ layer(Env, { excludeTestServices: true, timeout: 120_000 })("web panel", (it) =>
           await owner.post("/webhooks", { url: failing.url.replace("/hook", "/hooks/crm-sync"), events: ["student.created"] })
         )
         const paused = Schema.decodeUnknownSync(Id)(
-          await owner.post("/webhooks", { url: healthy.url.replace("/hook", "/old-endpoint"), events: ["group.enrolled", "lesson.completed"] })
+          await owner.post("/webhooks", { url: healthy.url.replace("/hook", "/old-endpoint"), events: ["lead.created", "group.enrolled"] })
         )
+        const limited = Schema.decodeUnknownSync(Id)(
+          await owner.post("/webhooks", { url: healthy.url.replace("/hook", "/hooks/reports"), events: ["payment.received"] })
+        )
+        // Delivered once, then disabled: the leads below are skipped.
+        await owner.post(`/webhooks/${paused.id}/test`)
+        await until("the paused webhook's test is delivered", async () =>
+          Schema.decodeUnknownSync(Journal)(await owner.get(`/webhooks/${paused.id}/deliveries`)).some((entry) => entry.status === "delivered"))
         await owner.post(`/webhooks/${paused.id}/disable`)
         const funnel = Schema.decodeUnknownSync(Schema.Struct({ id: Schema.Int, statuses: Schema.Array(Id) }))(
           await owner.post("/funnels", {
@@ -448,15 +715,14 @@ layer(Env, { excludeTestServices: true, timeout: 120_000 })("web panel", (it) =>
         })
         await until("the failing webhook is problematic", async () =>
           Schema.decodeUnknownSync(Hook)(await owner.get(`/webhooks/${broken.id}`)).status === "problematic")
-
-        const directory = screenshotDirectory()
-        const shoot = async (page: Page, name: string, width: "desktop" | "phone") => {
-          await page.waitForLoadState("networkidle")
-          await page.locator(".loading").waitFor({ state: "detached" })
-          // No horizontal overflow at any width: the page is as wide as the window.
-          const overflow = await page.evaluate<number>("document.documentElement.scrollWidth - document.documentElement.clientWidth")
-          assert.strictEqual(overflow, 0, `${name} at ${width} overflows by ${overflow}px`)
-          await page.screenshot({ path: join(directory, `panel-${name}-${width}.png`), fullPage: true })
+        await until("the paused webhook skipped the leads", async () =>
+          Schema.decodeUnknownSync(Skipped)(await owner.get(`/webhooks/${paused.id}`)).skipped_events === leads.length)
+        /** Test sends of the limited webhook until the server refuses one: its minute is full. */
+        const exhaust = async () => {
+          for (let call = 0; call <= Number(LIMITS.WEBHOOK_ACTIONS_PER_MINUTE); call++) {
+            if ((await owner.request("POST", `/webhooks/${limited.id}/test`)).status === 429) return
+          }
+          assert.fail("no 429")
         }
 
         for (const [width, viewport] of [["desktop", DESKTOP], ["phone", PHONE]] as const) {
@@ -483,6 +749,33 @@ layer(Env, { excludeTestServices: true, timeout: 120_000 })("web panel", (it) =>
           await page.goto(`${baseUrl}/crm#/webhooks/${main.id}`)
           await page.locator("tbody tr[data-status='delivered']").first().waitFor()
           await shoot(page, "webhook", width)
+
+          // The confirmations, over the page as the window shows it.
+          const dialog = page.getByRole("dialog")
+          await page.getByRole("button", { name: "Disable" }).click()
+          await dialog.waitFor()
+          await shoot(page, "disable-confirm", width, { viewport: true })
+          await dialog.getByRole("button", { name: "Cancel" }).click()
+          await page.getByRole("button", { name: "Delete" }).click()
+          await dialog.waitFor()
+          await shoot(page, "delete-confirm", width, { viewport: true })
+          await dialog.getByRole("button", { name: "Cancel" }).click()
+          await dialog.waitFor({ state: "detached" })
+
+          await page.goto(`${baseUrl}/crm#/webhooks/${paused.id}`)
+          await page.locator("tbody tr[data-status='skipped']").nth(leads.length - 1).waitFor()
+          await page.locator(".notice-skipped").waitFor()
+          await shoot(page, "webhook-skipped", width)
+
+          await exhaust()
+          await until("the limited webhook's tests are delivered", async () =>
+            Schema.decodeUnknownSync(Journal)(await owner.get(`/webhooks/${limited.id}/deliveries`)).every((entry) => entry.status === "delivered"))
+          await page.goto(`${baseUrl}/crm#/webhooks/${limited.id}`)
+          await page.locator("tbody tr[data-status='delivered']").first().waitFor()
+          await page.getByRole("button", { name: "Send test event" }).click()
+          await page.locator(".action-message .notice-warning").waitFor()
+          await page.evaluate("window.scrollTo(0, 0)")
+          await shoot(page, "webhook-wait", width)
 
           await page.getByRole("link", { name: /Notifications/u }).click()
           await page.locator(".notification").nth(1).waitFor()

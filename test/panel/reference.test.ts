@@ -1,6 +1,6 @@
 /**
- * The API reference pages in a real headless Chromium, offline (issue 13;
- * docs/decisions.md "API reference page"), against the real API process:
+ * The API reference pages in a real headless Chromium, offline
+ * (docs/decisions.md "API reference page"), against the real API process:
  * every request to another origin is aborted and recorded, and the page
  * must make none, raise no page error and break no line of its
  * Content-Security-Policy, and still render the reference, the public API's

@@ -2,7 +2,8 @@
  * What the web panel's browser tests share (docs/back-office.md "Web
  * panel"): the real API and dispatcher processes over this file's database
  * (loopback receivers allowed, retries 100 ms apart so a failing receiver
- * gives up within a second), and one headless Chromium for the whole file,
+ * gives up within a second, small webhook limits so a test reaches them in
+ * a few calls), and one headless Chromium for the whole file,
  * from the `@sparticuz/chromium` package (no system browser), driven by
  * `playwright-core`. Each test opens its own browser context (its own
  * cookies) with a fixed locale and time zone, and every page records any
@@ -56,6 +57,13 @@ export const launchBrowser = Effect.acquireRelease(
   (browser) => Effect.promise(() => browser.close())
 )
 
+/**
+ * The API's webhook limits in these tests (docs/back-office.md "Webhook
+ * limits"): subscriptions per school, and `test`, `resend` and `recover`
+ * calls per subscription per minute.
+ */
+export const LIMITS = { WEBHOOK_MAX_SUBSCRIPTIONS: "4", WEBHOOK_ACTIONS_PER_MINUTE: "5" } as const
+
 export class PanelEnv extends Context.Service<PanelEnv, {
   /** `http://127.0.0.1:<port>` of the API process. */
   readonly baseUrl: string
@@ -68,7 +76,7 @@ export class PanelEnv extends Context.Service<PanelEnv, {
       const database = yield* TestDatabase
       const port = yield* freePort
       const webhooks = { WEBHOOK_ALLOW_INSECURE_URLS: "true" }
-      yield* Effect.orDie(startApi(database.url, port, webhooks))
+      yield* Effect.orDie(startApi(database.url, port, { ...webhooks, ...LIMITS }))
       yield* Effect.orDie(startDispatcher(database.url, {
         ...webhooks,
         WEBHOOK_RETRY_DELAYS: "100ms,100ms,100ms",
@@ -162,6 +170,8 @@ export const crmAs = async (baseUrl: string, email: string) => {
       ...(body === undefined ? {} : { body })
     }))
   return {
+    /** Any call, whatever it answers. */
+    request: send,
     get: async (path: string) => {
       const reply = await send("GET", path)
       assert.strictEqual(reply.status, 200, reply.text)
@@ -194,4 +204,19 @@ export const screenshotDirectory = (): string => {
     : join(tmpdir(), "school-panel-screenshots")
   mkdirSync(directory, { recursive: true })
   return directory
+}
+
+/**
+ * A screenshot of the page as `panel-<name>-<width>.png` in
+ * `screenshotDirectory()`, once it has loaded, after checking it does not
+ * overflow sideways. The whole page, or (`viewport`) what the window shows,
+ * e.g. a dialog over the page.
+ */
+export const shoot = async (page: Page, name: string, width: "desktop" | "phone", options: { viewport?: boolean } = {}) => {
+  await page.waitForLoadState("networkidle")
+  await page.locator(".loading").waitFor({ state: "detached" })
+  // No horizontal overflow at any width: the page is as wide as the window.
+  const overflow = await page.evaluate<number>("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+  assert.strictEqual(overflow, 0, `${name} at ${width} overflows by ${overflow}px`)
+  await page.screenshot({ path: join(screenshotDirectory(), `panel-${name}-${width}.png`), fullPage: options.viewport !== true })
 }

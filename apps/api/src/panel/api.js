@@ -17,9 +17,10 @@ const BASE = "/api/crm/v1"
 /** @typedef {{ id: number, name: string, scope: "read" | "write", prefix: string, created_at: string, expires_at: string | null, revoked_at: string | null }} ApiKey */
 /** @typedef {ApiKey & { key: string }} IssuedKey */
 /** @typedef {"active" | "problematic" | "disabled"} WebhookStatus */
-/** @typedef {{ id: number, url: string, events: string[], status: WebhookStatus, created_at: string, updated_at: string }} Webhook */
+/** @typedef {{ id: number, url: string, events: string[], status: WebhookStatus, created_at: string, updated_at: string, skipped_events: number }} Webhook */
 /** @typedef {{ id: number, url: string, events: string[], status: "active", secret: string, created_at: string }} CreatedWebhook */
-/** @typedef {{ id: number, event: string, status: "pending" | "delivered" | "failed", response_code: number | null, attempts: number, created_at: string, last_attempt_at: string | null }} JournalEntry */
+/** @typedef {"pending" | "delivered" | "failed" | "skipped"} DeliveryStatus */
+/** @typedef {{ id: number, webhook_id: string, event: string, status: DeliveryStatus, response_code: number | null, attempts: number, created_at: string, last_attempt_at: string | null, next_attempt_at: string | null }} JournalEntry */
 /** @typedef {{ attempt: number, at: string, response_code: number | null, error: string | null, duration_ms: number }} Attempt */
 /** @typedef {JournalEntry & { body: string | null, attempts_detail: Attempt[] }} Delivery */
 /** @typedef {{ id: number, kind: "subscription_problematic" | "task_assigned", message: string, subscription_id: number | null, created_at: string, read_at: string | null }} Notification */
@@ -139,8 +140,15 @@ export const delivery = (/** @type {number} */ id, /** @type {number} */ deliver
 /** @returns {Promise<Reply<{ delivery_id: number }>>} */
 export const resend = (/** @type {number} */ id, /** @type {number} */ deliveryId) =>
   call("POST", `/webhooks/${id}/deliveries/${deliveryId}/resend`)
-/** @returns {Promise<Reply<{ queued: number }>>} */
-export const recover = (/** @type {number} */ id, /** @type {string} */ since) => call("POST", `/webhooks/${id}/recover`, { since })
+/** @returns {Promise<Reply<{ id: number }>>} */
+export const deleteWebhook = (/** @type {number} */ id) => call("DELETE", `/webhooks/${id}`)
+/**
+ * Queues again this subscription's deliveries that ended `failed` (or were
+ * `skipped`) at or after `since`; `failed` is the server's default, so it is not sent.
+ * @returns {Promise<Reply<{ queued: number }>>}
+ */
+export const recover = (/** @type {number} */ id, /** @type {string} */ since, /** @type {"failed" | "skipped"} */ which = "failed") =>
+  call("POST", `/webhooks/${id}/recover`, which === "failed" ? { since } : { since, which })
 
 // Inbox
 /** @returns {Promise<Reply<Notification[]>>} */

@@ -68,7 +68,7 @@ export const time = (iso, options = {}) => {
 /**
  * A coloured label for a state: `tone` picks the colours.
  * @param {string} label
- * @param {"ok" | "warn" | "bad" | "info" | "off"} tone
+ * @param {"ok" | "warn" | "bad" | "info" | "off" | "skip"} tone
  */
 export const badge = (label, tone) => h("span", { class: `badge badge-${tone}` }, label)
 
@@ -223,20 +223,32 @@ export const button = (label, action, options = {}) => {
 }
 
 /**
- * Runs `action` with `control` disabled and marked busy.
+ * Runs `action` with `control` disabled and marked busy. A control that is
+ * held (`hold`) when the action ends stays disabled.
  * @param {HTMLButtonElement} control
  * @param {() => Promise<void>} action
  */
 export const busy = async (control, action) => {
-  if (control.getAttribute("aria-busy") === "true") return
+  if (control.getAttribute("aria-busy") === "true" || control.hasAttribute("data-held")) return
   control.setAttribute("aria-busy", "true")
   control.disabled = true
   try {
     await action()
   } finally {
     control.removeAttribute("aria-busy")
-    control.disabled = false
+    control.disabled = control.hasAttribute("data-held")
   }
+}
+
+/**
+ * Holds a button disabled whatever its action does (`true`), e.g. while the
+ * server asks to wait, or lets it go again (`false`).
+ * @param {HTMLButtonElement} control
+ * @param {boolean} held
+ */
+export const hold = (control, held) => {
+  control.toggleAttribute("data-held", held)
+  control.disabled = held || control.getAttribute("aria-busy") === "true"
 }
 
 /**
@@ -283,21 +295,25 @@ export const secretBox = (label, value) => {
 }
 
 /**
- * Asks before something that cannot be undone, in a modal `<dialog>` (the
- * Escape key and Cancel say no). Resolves true when confirmed.
- * @param {{ title: string, body: string, confirm: string }} text
+ * Asks before something that cannot be undone or that changes what happens
+ * next, in a modal `<dialog>` (the Escape key and Cancel say no). `body`: a
+ * paragraph, or several parts (a string is a paragraph, a node as it is).
+ * Resolves true when confirmed.
+ * @param {{ title: string, body: string | ReadonlyArray<Node | string>, confirm: string }} text
  * @returns {Promise<boolean>}
  */
 export const confirmAction = (text) =>
   new Promise((resolve) => {
     const titleId = uniqueId("dialog-title")
+    const bodyId = uniqueId("dialog-body")
     const yes = h("button", { type: "button", class: "button button-danger" }, text.confirm)
     const no = h("button", { type: "button", class: "button button-secondary" }, "Cancel")
+    const parts = typeof text.body === "string" ? [text.body] : text.body
     const dialog = h(
       "dialog",
-      { class: "dialog", "aria-labelledby": titleId },
+      { class: "dialog", "aria-labelledby": titleId, "aria-describedby": bodyId },
       h("h2", { id: titleId }, text.title),
-      h("p", {}, text.body),
+      h("div", { id: bodyId, class: "dialog-body" }, parts.map((part) => typeof part === "string" ? h("p", {}, part) : part)),
       h("div", { class: "actions" }, yes, no)
     )
     /** @param {boolean} answer */

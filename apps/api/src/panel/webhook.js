@@ -1,30 +1,110 @@
 // @ts-check
 /**
  * One webhook subscription (docs/back-office.md "Webhooks"; spec 6.1): its
- * state, URL and events, changing them, disabling and enabling it, sending a
- * test event, the journal of the last 50 deliveries (which refreshes by
- * itself while deliveries are pending, or for a while after something was
- * queued, since the dispatcher creates the delivery a moment later), sending
+ * state, URL and events, changing them, disabling (after saying what that
+ * means: events are journaled as skipped, not sent) and enabling it,
+ * deleting it, sending a test event, the journal of the last 50 deliveries
+ * (which refreshes by itself while deliveries are pending, or for a while
+ * after something was queued, since the dispatcher creates the delivery a
+ * moment later), sending the events skipped while it was disabled, sending
  * failed deliveries again, and one delivery with its attempts and body.
+ *
+ * `test`, `resend` and `recover` are limited per subscription by the server
+ * (docs/back-office.md "Webhook limits"): its 429 says how long to wait
+ * (`Retry-After`), and until then the buttons that make those calls for
+ * that subscription stay disabled, counting down.
  */
 import * as Api from "./api.js"
-import { badge, button, checkboxes, empty, field, form, h, loading, notice, problem, replace, showFieldErrors, showSubmitFailure, table, time } from "./dom.js"
-import { EVENTS, eventList, statusBadge } from "./webhooks.js"
+import {
+  badge,
+  button,
+  checkboxes,
+  confirmAction,
+  empty,
+  field,
+  form,
+  h,
+  hold,
+  loading,
+  notice,
+  problem,
+  replace,
+  showFieldErrors,
+  showSubmitFailure,
+  table,
+  time
+} from "./dom.js"
+import { announce, EVENTS, eventList, statusBadge } from "./webhooks.js"
 
 /** @typedef {import("./app.js").ViewContext} ViewContext */
 /** @typedef {import("./api.js").Webhook} Webhook */
 /** @typedef {import("./api.js").JournalEntry} JournalEntry */
+/** @typedef {import("./api.js").DeliveryStatus} DeliveryStatus */
+/** @typedef {import("./api.js").Failure} Failure */
 
 /** How often a journal with pending deliveries is read again. */
 const REFRESH_MS = 1_500
 /** After something is queued, the journal is watched this long even with nothing pending yet. */
 const WATCH_AFTER_QUEUEING_MS = 30_000
+/** A next attempt closer than this shows as a countdown, a later one as its time. */
+const COUNTDOWN_UNDER_MS = 3_600_000
 
-/** @param {JournalEntry["status"]} status */
-const deliveryBadge = (status) => badge(status, status === "delivered" ? "ok" : status === "failed" ? "bad" : "info")
+/** @param {DeliveryStatus} status */
+const deliveryBadge = (status) =>
+  badge(status, status === "delivered" ? "ok" : status === "failed" ? "bad" : status === "skipped" ? "skip" : "info")
 
 /** @param {number | null} code */
 const httpCode = (code) => code === null ? h("span", { class: "muted" }, "—") : h("code", {}, String(code))
+
+/** "42 s", "90 s", "4 min 5 s": a wait in whole seconds, rounded up. @param {number} ms */
+const duration = (ms) => {
+  const seconds = Math.max(1, Math.ceil(ms / 1000))
+  if (seconds < 120) return `${seconds} s`
+  const minutes = Math.floor(seconds / 60)
+  return seconds % 60 === 0 ? `${minutes} min` : `${minutes} min ${seconds % 60} s`
+}
+
+/**
+ * When a pending delivery is tried next (`first`: not tried yet): a
+ * countdown while it is near, else its time. Kept current by `tickNextAttempts`.
+ * @param {string} iso
+ * @param {boolean} first
+ */
+const nextAttempt = (iso, first) => {
+  const element = h("span", { class: "next-attempt", "data-at": iso, "data-which": first ? "first" : "next" })
+  updateNextAttempt(element)
+  return element
+}
+
+/** @param {HTMLElement} element a `nextAttempt` */
+const updateNextAttempt = (element) => {
+  const iso = element.dataset["at"] ?? ""
+  const which = `${element.dataset["which"] ?? "next"} attempt`
+  const left = Date.parse(iso) - Date.now()
+  if (Number.isNaN(left)) replace(element, `${which}: `, iso)
+  else if (left <= 0) replace(element, `${which} due now`)
+  else if (left < COUNTDOWN_UNDER_MS) replace(element, `${which} in ${duration(left)}`)
+  else replace(element, `${which} at `, time(iso, { seconds: true }))
+  element.title = iso
+}
+
+/** @param {ParentNode} root */
+const tickNextAttempts = (root) => {
+  for (const element of root.querySelectorAll(".next-attempt")) {
+    if (element instanceof HTMLElement) updateNextAttempt(element)
+  }
+}
+
+/** What the State cell says under the badge: when a pending delivery is tried next; that a skipped one was never sent. @param {JournalEntry} entry */
+const stateDetail = (entry) =>
+  entry.status === "pending" && entry.next_attempt_at !== null && entry.next_attempt_at !== undefined
+    ? h("span", { class: "state-detail" }, nextAttempt(entry.next_attempt_at, entry.attempts === 0))
+    : entry.status === "skipped"
+    ? h("span", { class: "state-detail" }, "not sent: disabled")
+    : null
+
+/** @param {JournalEntry} entry */
+const stateCell = (entry) => h("div", { class: "state" }, deliveryBadge(entry.status), stateDetail(entry))
 
 /**
  * Calls `load` now and again every REFRESH_MS while `shouldContinue` says so
@@ -48,6 +128,109 @@ const autoRefresh = (context, load) => {
   return { now: tick }
 }
 
+/** Runs `tick` every second while the view is shown. @param {ViewContext} context @param {() => void} tick */
+const everySecond = (context, tick) => {
+  const timer = window.setInterval(tick, 1000)
+  context.onLeave(() => clearInterval(timer))
+}
+
+/**
+ * Until when (the reader's clock, ms) the server asked to wait before the
+ * next `test`, `resend` or `recover` of each subscription: its 429's
+ * `Retry-After`. Kept across views, so the delivery page knows it too.
+ * @type {Map<number, number>}
+ */
+const waits = new Map()
+
+/**
+ * The buttons of one view that call `test`, `resend` or `recover` for
+ * subscription `id`: held (disabled, with the seconds left on them) until
+ * the wait the server asked for has passed; a refusal shown where the
+ * action's messages go, counting down.
+ * @param {ViewContext} context
+ * @param {number} id
+ */
+const actionLimit = (context, id) => {
+  /** @type {Set<HTMLButtonElement>} */
+  const controls = new Set()
+  /** The refusal on screen: where, and the line that counts down. @type {{ target: Element, left: HTMLElement } | null} */
+  let shown = null
+  /** @type {number | undefined} */
+  let timer
+  const left = () => (waits.get(id) ?? 0) - Date.now()
+
+  const tick = () => {
+    const ms = left()
+    const waiting = ms > 0
+    // Buttons drawn again replace the old ones, which stay in the set until the view is left: harmless.
+    for (const control of controls) {
+      hold(control, waiting)
+      if (waiting) control.dataset["wait"] = duration(ms)
+      else delete control.dataset["wait"]
+    }
+    if (shown !== null) {
+      if (waiting) shown.left.textContent = duration(ms)
+      else {
+        replace(shown.target, notice("info", null, "You can try again now."))
+        shown = null
+      }
+    }
+    if (!waiting) {
+      waits.delete(id)
+      clearInterval(timer)
+      timer = undefined
+    }
+  }
+  const start = () => {
+    if (timer === undefined && left() > 0) timer = window.setInterval(tick, 1000)
+    tick()
+  }
+  context.onLeave(() => {
+    clearInterval(timer)
+    controls.clear()
+  })
+
+  return {
+    /**
+     * A button that makes one of the limited calls: held while a wait is on.
+     * @param {HTMLButtonElement} control
+     */
+    add: (control) => {
+      controls.add(control)
+      if (left() > 0) start()
+      return control
+    },
+    /**
+     * Shows why a limited call failed, in `target`: a 429 as the wait (every
+     * button of the subscription's limited calls held until it passes),
+     * anything else as the server said it.
+     * @param {Element} target
+     * @param {Failure} reply
+     * @param {string} tooMany e.g. "Too many test sends"
+     * @param {string} doing e.g. "Could not send a test event."
+     */
+    refused: (target, reply, tooMany, doing) => {
+      if (reply.status !== 429 || reply.retryAfter === undefined) {
+        replace(target, problem(reply, doing))
+        return
+      }
+      waits.set(id, Math.max(waits.get(id) ?? 0, Date.now() + reply.retryAfter * 1000))
+      const seconds = h("span", { "aria-live": "off" }, duration(left()))
+      replace(
+        target,
+        h(
+          "div",
+          { class: "notice notice-warning wait", role: "alert" },
+          h("p", { class: "notice-title" }, `${tooMany}: try again in `, seconds),
+          h("div", { class: "notice-body" }, reply.message)
+        )
+      )
+      shown = { target, left: seconds }
+      start()
+    }
+  }
+}
+
 /** @param {ViewContext} context */
 export const renderWebhook = async (context) => {
   const { view } = context
@@ -63,12 +246,14 @@ export const renderWebhook = async (context) => {
   /** @type {Webhook} */
   let hook = first.data
   let watchUntil = 0
+  const limit = actionLimit(context, id)
   const summary = h("div", { class: "summary" })
   const message = h("div", { class: "action-message", "aria-live": "polite" })
   const editArea = h("div")
   const journalBody = h("div", { class: "journal" }, loading("Loading deliveries…"))
   const refreshing = h("p", { class: "refreshing muted", "aria-live": "polite" })
   let shownJournal = ""
+  everySecond(context, () => tickNextAttempts(journalBody))
 
   /** Something was queued: watch the journal for a while. */
   const queued = () => {
@@ -76,22 +261,131 @@ export const renderWebhook = async (context) => {
     void journalRefresh.now()
   }
 
+  /** Reads the subscription again (e.g. its count of skipped events) and redraws it. */
+  const reloadHook = async () => {
+    const reply = await Api.getWebhook(id)
+    if (!context.isCurrent() || !reply.ok) return
+    hook = reply.data
+    drawSummary()
+  }
+
+  const disable = async () => {
+    const sure = await confirmAction({
+      title: `Disable webhook #${hook.id}?`,
+      body: [
+        h("p", {}, "While it is disabled, nothing is sent to ", h("span", { class: "url" }, hook.url), "."),
+        "Each event it would have received is recorded as skipped in the journal, with no attempt and no request.",
+        "Enabling it again sends nothing by itself. The skipped events can be sent later with “Send skipped events”."
+      ],
+      confirm: "Disable webhook"
+    })
+    if (!sure || !context.isCurrent()) return
+    const reply = await Api.setWebhookEnabled(id, false)
+    if (!context.isCurrent()) return
+    if (!reply.ok) return replace(message, problem(reply, "Could not disable the webhook."))
+    hook = reply.data
+    drawSummary()
+    replace(message, notice("success", null, `Webhook #${hook.id} is disabled.`))
+  }
+
+  const enable = async () => {
+    const reply = await Api.setWebhookEnabled(id, true)
+    if (!context.isCurrent()) return
+    if (!reply.ok) return replace(message, problem(reply, "Could not enable the webhook."))
+    hook = reply.data
+    drawSummary()
+    replace(
+      message,
+      notice(
+        "success",
+        null,
+        hook.skipped_events > 0
+          ? "Enabled: deliveries resume. The skipped events are not sent by themselves: use “Send skipped events” to send them."
+          : "Enabled: deliveries resume."
+      )
+    )
+  }
+
+  const remove = async () => {
+    const sure = await confirmAction({
+      title: `Delete webhook #${hook.id}?`,
+      body: [
+        "This deletes, for good:",
+        h(
+          "ul",
+          { class: "dialog-list" },
+          h("li", {}, "the subscription to ", h("span", { class: "url" }, hook.url), ";"),
+          h("li", {}, "its pending deliveries: they will not be sent;"),
+          h("li", {}, "its journal of deliveries;"),
+          h("li", {}, "its signing secret.")
+        ),
+        "It cannot be undone. To receive these events again, create a new webhook: it gets a new secret."
+      ],
+      confirm: "Delete webhook"
+    })
+    if (!sure || !context.isCurrent()) return
+    const reply = await Api.deleteWebhook(id)
+    if (!context.isCurrent()) return
+    if (!reply.ok && reply.code !== "NOT_FOUND") return replace(message, problem(reply, "Could not delete the webhook."))
+    announce(
+      reply.ok
+        ? `Webhook #${id} is deleted, with its pending deliveries, its journal and its secret.`
+        : `Webhook #${id} no longer exists: it was already deleted.`
+    )
+    location.hash = "#/webhooks"
+  }
+
+  const sendSkipped = async () => {
+    // Which skipped events: all of them, however old. The journal holds only
+    // the last 50 deliveries, so its oldest skipped row may not be the
+    // oldest skipped event; nothing of this subscription is older than the
+    // subscription itself, so its creation time covers every one, and the
+    // server queues only those not yet sent again (what `skipped_events` counts).
+    const reply = await Api.recover(id, hook.created_at, "skipped")
+    if (!context.isCurrent()) return
+    if (!reply.ok) return limit.refused(message, reply, "Too many sends of skipped events", "Could not send the skipped events.")
+    const count = reply.data.queued
+    replace(
+      message,
+      notice(
+        "success",
+        null,
+        count === 0
+          ? "No skipped events were left to send."
+          : `${count} skipped ${count === 1 ? "event is" : "events are"} queued; ${count === 1 ? "it shows" : "they show"} in the deliveries below.`
+      )
+    )
+    await reloadHook()
+    if (count > 0) queued()
+  }
+
+  const skippedBanner = () => {
+    const count = hook.skipped_events
+    return h(
+      "div",
+      { class: "notice notice-skipped", role: "status" },
+      h("p", { class: "notice-title" }, `${count} ${count === 1 ? "event was" : "events were"} skipped while this webhook was disabled`),
+      h(
+        "div",
+        { class: "notice-body" },
+        h(
+          "p",
+          {},
+          hook.status === "disabled"
+            ? "They were not sent. Enable the webhook, then send them to the current URL with “Send skipped events”."
+            : "They were not sent. “Send skipped events” sends them now, to the current URL."
+        ),
+        // While disabled the next step is Enable, so this one is not the primary button then.
+        h(
+          "div",
+          { class: "actions" },
+          limit.add(button("Send skipped events", sendSkipped, { kind: hook.status === "disabled" ? "secondary" : "primary" }))
+        )
+      )
+    )
+  }
+
   const drawSummary = () => {
-    const toggle = hook.status === "disabled"
-      ? button("Enable", async () => {
-        const reply = await Api.setWebhookEnabled(id, true)
-        if (!reply.ok) return replace(message, problem(reply, "Could not enable the webhook."))
-        hook = reply.data
-        drawSummary()
-        replace(message, notice("success", null, "Enabled: deliveries resume."))
-      })
-      : button("Disable", async () => {
-        const reply = await Api.setWebhookEnabled(id, false)
-        if (!reply.ok) return replace(message, problem(reply, "Could not disable the webhook."))
-        hook = reply.data
-        drawSummary()
-        replace(message, notice("success", null, "Disabled: nothing is sent until it is enabled again. The journal is kept."))
-      })
     replace(
       summary,
       h(
@@ -103,6 +397,14 @@ export const renderWebhook = async (context) => {
       hook.status === "problematic"
         ? notice("warning", "Deliveries to this receiver keep failing.", "It still receives events. Check the receiver, then send the failed deliveries again below.")
         : null,
+      hook.status === "disabled"
+        ? notice(
+          "info",
+          "Disabled: nothing is sent.",
+          "Each event it would have received is recorded as skipped in the journal. Enabling it sends nothing by itself."
+        )
+        : null,
+      hook.skipped_events > 0 ? skippedBanner() : null,
       h(
         "dl",
         { class: "facts" },
@@ -118,14 +420,16 @@ export const renderWebhook = async (context) => {
       h(
         "div",
         { class: "actions" },
-        button("Send test event", async () => {
+        limit.add(button("Send test event", async () => {
           const reply = await Api.sendTest(id)
-          if (!reply.ok) return replace(message, problem(reply, "Could not send a test event."))
+          if (!context.isCurrent()) return
+          if (!reply.ok) return limit.refused(message, reply, "Too many test sends", "Could not send a test event.")
           replace(message, notice("success", null, "A webhook.test event is queued; it shows in the deliveries below."))
           queued()
-        }, { kind: "primary" }),
+        }, { kind: "primary" })),
         button("Edit", async () => drawEdit()),
-        toggle
+        hook.status === "disabled" ? button("Enable", enable) : button("Disable", disable),
+        h("span", { class: "actions-end" }, button("Delete", remove, { kind: "danger" }))
       )
     )
   }
@@ -177,7 +481,7 @@ export const renderWebhook = async (context) => {
           ["Event", "State", "HTTP", "Attempts", "Created", "Last attempt", ""],
           entries.map((entry) => [
             h("code", {}, entry.event),
-            deliveryBadge(entry.status),
+            stateCell(entry),
             httpCode(entry.response_code),
             String(entry.attempts),
             time(entry.created_at, { seconds: true }),
@@ -192,7 +496,11 @@ export const renderWebhook = async (context) => {
   const journalRefresh = autoRefresh(context, async () => {
     const [entries, current] = await Promise.all([Api.journal(id), Api.getWebhook(id)])
     if (!context.isCurrent()) return false
-    if (current.ok && JSON.stringify(current.data) !== JSON.stringify(hook) && editArea.childElementCount === 0) {
+    // Not redrawn while the reader edits it or while one of its buttons waits for an answer.
+    if (
+      current.ok && JSON.stringify(current.data) !== JSON.stringify(hook) && editArea.childElementCount === 0 &&
+      summary.querySelector("[aria-busy='true']") === null
+    ) {
       hook = current.data
       drawSummary()
     }
@@ -227,7 +535,7 @@ export const renderWebhook = async (context) => {
     if (!context.isCurrent()) return
     if (!reply.ok) {
       if (reply.code === "VALIDATION_FAILED") showFieldErrors({ since }, reply.fields)
-      else replace(recoverProblem, problem(reply, "Could not send the failed deliveries again."))
+      else limit.refused(recoverProblem, reply, "Too many resends", "Could not send the failed deliveries again.")
       return
     }
     const count = reply.data.queued
@@ -236,7 +544,7 @@ export const renderWebhook = async (context) => {
   },
     h("h2", { id: "recover-title" }, "Send failed deliveries again"),
     since.element,
-    h("div", { class: "actions" }, h("button", { type: "submit", class: "button button-secondary" }, "Send again")),
+    h("div", { class: "actions" }, limit.add(h("button", { type: "submit", class: "button button-secondary" }, "Send again"))),
     recoverProblem
   )
 
@@ -265,10 +573,12 @@ export const renderDelivery = async (context) => {
   const deliveryId = Number(context.params[1])
   context.setTitle(`Delivery #${deliveryId}`)
   const back = h("p", {}, h("a", { href: `#/webhooks/${id}`, class: "back" }, `← Webhook #${id}`))
-  const content = h("div", {}, loading())
+  const content = h("div", { class: "stack" }, loading())
   const message = h("div", { class: "action-message", "aria-live": "polite" })
   replace(view, back, h("h1", {}, `Delivery #${deliveryId}`), message, content)
   let shown = ""
+  const limit = actionLimit(context, id)
+  everySecond(context, () => tickNextAttempts(content))
 
   const refresh = autoRefresh(context, async () => {
     const reply = await Api.delivery(id, deliveryId)
@@ -295,7 +605,7 @@ export const renderDelivery = async (context) => {
           h("dt", {}, "Event"),
           h("dd", {}, h("code", {}, entry.event)),
           h("dt", {}, "State"),
-          h("dd", {}, deliveryBadge(entry.status)),
+          h("dd", {}, stateCell(entry)),
           h("dt", {}, "HTTP code"),
           h("dd", {}, httpCode(entry.response_code)),
           h("dt", {}, "Attempts"),
@@ -303,20 +613,26 @@ export const renderDelivery = async (context) => {
           h("dt", {}, "Created"),
           h("dd", {}, time(entry.created_at, { seconds: true })),
           h("dt", {}, "Last attempt"),
-          h("dd", {}, time(entry.last_attempt_at, { seconds: true }))
+          h("dd", {}, time(entry.last_attempt_at, { seconds: true })),
+          // The delivery's id as its receiver sees it (the `webhook-id` header), to find it in the receiver's logs.
+          typeof entry.webhook_id === "string" ? [h("dt", {}, "webhook-id"), h("dd", {}, h("code", { class: "url" }, entry.webhook_id))] : null
         ),
+        entry.status === "skipped"
+          ? notice("info", null, "This event happened while the webhook was disabled: it was recorded, not sent. Send again sends it now, to the current URL.")
+          : null,
         h(
           "div",
           { class: "actions" },
-          button("Send again", async () => {
+          limit.add(button("Send again", async () => {
             const sent = await Api.resend(id, deliveryId)
-            if (!sent.ok) return replace(message, problem(sent, "Could not send the delivery again."))
+            if (!context.isCurrent()) return
+            if (!sent.ok) return limit.refused(message, sent, "Too many resends", "Could not send the delivery again.")
             const next = sent.data.delivery_id
             replace(
               message,
               notice("success", null, "Queued again as ", h("a", { href: `#/webhooks/${id}/deliveries/${next}` }, `delivery #${next}`), ", with the same body.")
             )
-          }, { kind: "primary" })
+          }, { kind: "primary" }))
         )
       ),
       h(

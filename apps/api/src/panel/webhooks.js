@@ -23,6 +23,17 @@ export const EVENTS = [
 export const statusBadge = (status) =>
   badge(status, status === "active" ? "ok" : status === "problematic" ? "warn" : "off")
 
+/** What the list shows above itself the next time it is drawn (e.g. that a webhook was deleted). */
+let announcement = ""
+
+/**
+ * A message for the list to show once, the next time it is drawn.
+ * @param {string} text
+ */
+export const announce = (text) => {
+  announcement = text
+}
+
 /** @param {ReadonlyArray<string>} events */
 export const eventList = (events) => h("ul", { class: "chips" }, events.map((event) => h("li", {}, h("code", {}, event))))
 
@@ -49,7 +60,7 @@ const secretCard = (created) =>
     notice(
       "warning",
       "Copy the secret now: it will not be shown again.",
-      "Give it to whoever runs the receiver. If it is lost, disable this webhook and create a new one."
+      "Give it to whoever runs the receiver. If it is lost, delete this webhook and create a new one."
     ),
     secretBox("Signing secret", created.secret),
     h("h3", {}, "Verifying a delivery"),
@@ -106,7 +117,12 @@ export const renderWebhooks = async (context) => {
           reply.data.map((hook) => [
             h("a", { href: `#/webhooks/${hook.id}`, class: "url" }, hook.url),
             eventList(hook.events),
-            statusBadge(hook.status),
+            [
+              statusBadge(hook.status),
+              hook.skipped_events > 0
+                ? h("span", { class: "small muted skipped-count" }, ` ${hook.skipped_events} skipped`)
+                : null
+            ],
             time(hook.created_at)
           ])
         ),
@@ -145,6 +161,10 @@ export const renderWebhooks = async (context) => {
     h("div", { class: "actions" }, h("button", { type: "submit", class: "button button-primary" }, "Create webhook"))
   )
 
+  if (announcement !== "") {
+    replace(created, notice("success", null, announcement))
+    announcement = ""
+  }
   replace(
     view,
     h("h1", {}, "Webhooks"),
