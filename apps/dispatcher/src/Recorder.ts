@@ -1,8 +1,10 @@
 /**
  * Records what came of the attempts (DeliveryQueue `record`; docs/decisions.md
- * "Webhooks"), in batches: the attempts queue up as they end, and
- * `Stream.groupedWithin` makes a batch of what arrived within RECORD_WINDOW
- * of the first (at most RECORD_BATCH), one statement each. A batch is
+ * "Webhooks"), in batches: the attempts queue up as they end, and the queue
+ * drained as a Stream hands over everything that arrived while the last
+ * batch was being written (`Stream.fromQueue` takes all that is there; no
+ * timer, so a lone attempt is recorded at once), RECORD_BATCH per
+ * statement. A batch is
  * retried a few times (the leases still cover it); one that still fails is
  * logged, and its deliveries go out again once their leases end (at least
  * once). Each batch recorded wakes the claim (`recorded`): leases and the
@@ -23,8 +25,6 @@ import type { Outage } from "./Outage.ts"
 
 /** Attempts recorded per statement, at most. */
 const RECORD_BATCH = 200
-/** How long a batch gathers after its first attempt ended. */
-const RECORD_WINDOW = Duration.millis(2)
 
 export interface Recorder {
   readonly offer: (record: AttemptRecord) => Effect.Effect<void>
@@ -65,8 +65,13 @@ export const make = (options: {
       )
 
     const fiber = yield* Stream.fromQueue(results).pipe(
-      Stream.groupedWithin(RECORD_BATCH, RECORD_WINDOW),
-      Stream.runForEach(recordBatch),
+      Stream.runForEachArray((arrived) =>
+        Effect.forEach(
+          Array.from({ length: Math.ceil(arrived.length / RECORD_BATCH) }, (_, i) => arrived.slice(i * RECORD_BATCH, (i + 1) * RECORD_BATCH)),
+          recordBatch,
+          { discard: true }
+        )
+      ),
       Effect.forkScoped
     )
 

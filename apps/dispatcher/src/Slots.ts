@@ -12,9 +12,10 @@
  * A `Semaphore` counts the free slots; one fiber takes a permit, picks the
  * next delivery by the rule (waiting until one is eligible), and starts its
  * attempt in a `FiberSet`; the attempt gives the permit back when it ends.
- * A delivery that waited longer than `maxWaitMs` when its turn comes is
- * given back instead (its lease would no longer cover the time-out), and so
- * is everything waiting when the dispatcher stops. When more schools become
+ * A delivery that has waited longer than `maxWaitMs` is given back instead
+ * of started (its lease would no longer cover the time-out), and so is
+ * everything waiting when the dispatcher stops. Inside a school, its
+ * subscriptions share its part the same way (`nextOf`). When more schools become
  * active, the claim loop has the waiting deliveries of a school past its new
  * share given back at once (`shed`), so a school that held the claim-ahead
  * alone does not keep the others' room for a lease's length.
