@@ -32,14 +32,7 @@ const HOOK = "https://hooks.example.test/in"
 const resolve: Resolve = (host) =>
   host === "hooks.example.test" ? Effect.succeed(["93.184.215.14"]) : Effect.fail(`${host} does not resolve`)
 
-const Created = Schema.Struct({
-  id: Schema.Int,
-  url: Schema.String,
-  events: Schema.Array(Schema.String),
-  status: Schema.Literal("active"),
-  secret: Schema.String,
-  created_at: Schema.String
-})
+const Created = BackOffice.CreatedWebhook
 const Deleted = Schema.Struct({ id: Schema.Int })
 const Queued = Schema.Struct({ event_id: Schema.Int })
 

@@ -36,14 +36,7 @@ import { TestServer } from "../support/TestServer.ts"
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/u
 const Ts = Schema.String.check(Schema.isPattern(TIMESTAMP))
 
-const Created = Schema.Struct({
-  id: Schema.Int,
-  url: Schema.String,
-  events: Schema.Array(Schema.String),
-  status: Schema.Literal("active"),
-  secret: Schema.String,
-  created_at: Ts
-})
+const Created = BackOffice.CreatedWebhook
 const Subscription = Schema.Struct({
   id: Schema.Int,
   url: Schema.String,

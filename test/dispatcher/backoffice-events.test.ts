@@ -51,14 +51,7 @@ const SETTINGS = {
 
 const CATALOG = ["student.created", "lead.created", "group.enrolled", "lesson.completed", "payment.received"] as const
 
-const Subscribed = Schema.Struct({
-  id: Schema.Int,
-  url: Schema.String,
-  events: Schema.Array(Schema.String),
-  status: Schema.Literal("active"),
-  secret: Schema.String,
-  created_at: Schema.String
-})
+const Subscribed = BackOffice.CreatedWebhook
 const Queued = Schema.Struct({ event_id: Schema.Int })
 const Resent = Schema.Struct({ delivery_id: Schema.Int })
 const JournalEntry = Schema.Struct({

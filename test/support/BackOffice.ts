@@ -34,6 +34,19 @@ export const ErrorReply = Schema.Struct({
 })
 export type ErrorReply = typeof ErrorReply.Type
 
+/** A time as the back office writes it: ISO 8601 UTC with microseconds and Z. */
+export const Timestamp = Schema.String.check(Schema.isPattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/u))
+
+/** `POST /webhooks`'s data as the wire has it (docs/back-office.md): the only answer that shows the secret. */
+export const CreatedWebhook = Schema.Struct({
+  id: Schema.Int,
+  url: Schema.String,
+  events: Schema.Array(Schema.String),
+  status: Schema.Literal("active"),
+  secret: Schema.String,
+  created_at: Timestamp
+})
+
 /** A back-office error reply: status, JSON content type, code and a message, the envelope checked strictly. */
 export const expectError = (reply: RawReply, status: number, code: string): ErrorReply => {
   assert.strictEqual(reply.status, status, reply.text)
