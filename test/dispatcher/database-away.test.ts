@@ -1,5 +1,5 @@
 /**
- * The dispatcher process while its PostgreSQL is away (issue 11; docs/
+ * The dispatcher process while its PostgreSQL is away (docs/
  * operations.md "Database away"): it keeps running and logs the outage,
  * /health/ready answers 503 meanwhile (/health/live 200), and once the
  * database is back it resumes without a restart: an event written after the

@@ -1,5 +1,5 @@
 /**
- * Isolation (issue 11 "Never lose, never stall"; spec 6.5): a receiver
+ * Isolation (docs/decisions.md "The webhook dispatcher"; spec 6.5): a receiver
  * that hangs until the time-out on every request takes at most its
  * subscription's in-flight cap (DISPATCHER_PER_SUBSCRIPTION) and its
  * backlog does not hide other subscriptions' work, so a healthy receiver's

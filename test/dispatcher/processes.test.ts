@@ -1,5 +1,5 @@
 /**
- * The dispatcher as a real process (issue 11 "Never lose, never stall";
+ * The dispatcher as a real process (docs/decisions.md "The webhook dispatcher";
  * docs/decisions.md "Webhooks": delivery is at least once):
  *
  * - /health/live and /health/ready on DISPATCHER_PORT;

@@ -1,6 +1,6 @@
 /**
- * The dispatcher's liveness and readiness for orchestrators (
- * docs/operations.md "Process endpoints"), the same answers as the API's
+ * The dispatcher's liveness and readiness for orchestrators
+ * (docs/operations.md "Process endpoints"), the same answers as the API's
  * (apps/api/src/Health.ts) on DISPATCHER_PORT: `/health/live` is 200 while
  * the process runs; `/health/ready` is 200 while the delivery loop's last
  * step reached the database and `SELECT 1` answers within 2 s, else 503
