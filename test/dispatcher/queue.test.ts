@@ -13,8 +13,9 @@
  *   held is not (the fair share between schools: fair-share.test.ts);
  * - the record: only under the lease the claim gave;
  * - the purge: older than the retention and outside the last 50 of their
- *   subscription, never a delivery a resend names; an event goes with its
- *   last delivery.
+ *   subscription (skipped entries like delivered ones), never a delivery a
+ *   resend names; an event goes with its last delivery;
+ * - the gauges: a disabled subscription's due work is not counted.
  */
 import { assert, layer } from "@effect/vitest"
 import * as Signature from "@school/domain/WebhookSignature"
@@ -201,8 +202,10 @@ layer(Env, { excludeTestServices: true })("the delivery queue", (it) => {
       const sub = yield* T.subscription(schoolId, "http://127.0.0.1:9/p", ["lead.created"])
       yield* T.leads(schoolId, 60)
       yield* queue.fanOut(500)
-      // All 60 delivered 40 days ago; a resend of the oldest, delivered last week.
-      yield* sql`UPDATE webhook_deliveries SET status = 'delivered', finished_at = now() - interval '40 days'
+      // All 60 finished 40 days ago, delivered or (every third) skipped while disabled: skipped entries follow
+      // the same retention and the same last 50; a resend of the oldest, delivered last week.
+      yield* sql`UPDATE webhook_deliveries
+                 SET status = CASE WHEN id % 3 = 0 THEN 'skipped' ELSE 'delivered' END, finished_at = now() - interval '40 days'
                  WHERE school_id = ${schoolId}`
       const rows = yield* T.deliveries(schoolId)
       const oldest = rows[0]
@@ -214,6 +217,7 @@ layer(Env, { excludeTestServices: true })("the delivery queue", (it) => {
       assert.deepStrictEqual(purged, { deliveries: 10, events: 10 })
       const left = yield* T.deliveries(schoolId)
       assert.strictEqual(left.length, 51)
+      assert.isTrue(left.some((row) => row.status === "skipped"), "skipped entries among the journal's last 50")
       assert.strictEqual(left[0]?.id, oldest?.id)
       assert.deepStrictEqual(yield* queue.purge({ retentionMs: 30 * 86_400_000, keep: 50, batch: 500 }), {
         deliveries: 0,
