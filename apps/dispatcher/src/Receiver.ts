@@ -215,8 +215,7 @@ export const ownFailure = (code: string, during: "resolution" | "connection"): b
 const bodyText = (chunks: ReadonlyArray<Buffer>): string =>
   Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT).toString("utf8").replaceAll("\u0000", "")
 
-const codeOf = (error: unknown): string =>
-  error instanceof Error && "code" in error && typeof error.code === "string" ? error.code : ""
+const codeOf = (error: unknown): string => Hosts.codeOf(error) ?? ""
 
 /** The journal's kind of a connection-level failure. */
 export const classify = (error: unknown): AttemptError => {

@@ -89,7 +89,8 @@ export const refusalOfCode = (host: string, code: string | undefined): HostRefus
       message: `${host} does not resolve`
     })
 
-const codeOf = (error: unknown): string | undefined =>
+/** A Node system error's `code` (`ENOTFOUND`, `EMFILE`, …), when it has one; the receiver client reads it too. */
+export const codeOf = (error: unknown): string | undefined =>
   typeof error === "object" && error !== null && "code" in error && typeof error.code === "string" ? error.code : undefined
 
 /** A `Lookup` from a promise-returning resolver that rejects with Node's coded errors, as `dns.lookup` does. */
