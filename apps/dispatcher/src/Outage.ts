@@ -1,6 +1,6 @@
 /**
  * The database going away, as the dispatcher's pieces report it
- * (docs/operations.md "The database away"): the first failure of any step
+ * (docs/operations.md "Database away"): the first failure of any step
  * is one ERROR line, the return one INFO line, and nothing between; each
  * piece keeps trying on its own schedule meanwhile. `up` feeds
  * /health/ready.

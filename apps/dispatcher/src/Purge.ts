@@ -1,5 +1,5 @@
 /**
- * The purge (DeliveryQueue `purge`; docs/operations.md "Retention"):
+ * The purge (DeliveryQueue `purge`; docs/operations.md "Settings", DELIVERY_RETENTION):
  * delivered, failed and skipped deliveries older than DELIVERY_RETENTION,
  * outside the last JOURNAL_KEEP of their subscription, in small batches (a
  * bounded number per run, so it never holds locks for long), every

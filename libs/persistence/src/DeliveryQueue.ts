@@ -25,7 +25,7 @@
  *   sending cannot produce a second, different body; one row version per
  *   claim, not two). Deliveries of a disabled subscription are not claimed.
  *   Every part is keyed by `school_id` first: the form a database sharded by
- *   school routes (docs/operations.md "Outgrowing one database").
+ *   school routes (docs/operations.md "Past one database").
  * - `record`: the attempts (journal rows), each delivery's next state
  *   (`delivered`, `failed`, or pending again at now + the retry plan's
  *   pause) and its lease cleared, only where the lease is still the one the
@@ -488,7 +488,7 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
 
       // Due work is a range of `webhook_deliveries_due` (next_attempt_at WHERE pending), each joined to
       // its subscription (a primary-key probe) so a disabled one's waiting work is not counted: it is
-      // not due until the school enables it (docs/operations.md "Alerts"). The outbox's oldest pending
+      // not due until the school enables it (docs/operations.md "What to watch"). The outbox's oldest pending
       // event is the first of `outbox_events_pending`. Subscriptions are few per school; their count is
       // a scan of a small table.
       const gauges = () =>
