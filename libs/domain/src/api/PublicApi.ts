@@ -1,9 +1,10 @@
 /**
- * The public API contract, `/api/public/v1` (spec part 4): endpoints, their
+ * The public API contract, `/api/public/v1` (docs/integrators.md): endpoints, their
  * parameters, success shapes and every error each can return, in the public
  * envelope. The server (apps/api) implements it; tests and integrators derive
  * a typed client from it; OpenAPI is generated from it.
  */
+import { flow } from "effect/Function"
 import * as Schema from "effect/Schema"
 import * as HttpApi from "effect/http-api/HttpApi"
 import * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
@@ -21,18 +22,15 @@ import * as Models from "../Models.ts"
 import { ListMeta, Page, pageWithCursorRule, PerPage, StartingAfter } from "../Pagination.ts"
 import { IsoInstant } from "../Timestamps.ts"
 import { Authentication, readStack, writeStack } from "./Middleware.ts"
-import {
-  allowUnknownBodyFields,
-  documentIdempotencyKey,
-  documentExamples,
-  documentParameters,
-  documentRequestId,
-  documentUnauthorizedReasons,
-  documentUnexpectedErrors,
-  documentWebhooks,
-  lowerCaseHttpSchemes,
-  SERVERS
-} from "./OpenApiAdjustments.ts"
+import { allowUnknownBodyFields } from "./openapi/Bodies.ts"
+import { adjustDocument, adjustOperation } from "./openapi/Document.ts"
+import { documentUnauthorizedReasons, documentUnexpectedErrors } from "./openapi/Errors.ts"
+import { documentExamples } from "./openapi/Examples.ts"
+import { documentIdempotencyKey, documentRequestId } from "./openapi/Headers.ts"
+import { documentParameters } from "./openapi/Parameters.ts"
+import { lowerCaseHttpSchemes } from "./openapi/Security.ts"
+import { SERVERS } from "./openapi/Servers.ts"
+import { documentWebhooks } from "./openapi/Webhooks.ts"
 
 export const BASE_PATH = "/api/public/v1"
 
@@ -57,7 +55,7 @@ const updatedSince = Schema.optional(IsoInstant).annotate({
     "Only records whose last-modified time is at or after this ISO 8601 instant with offset. Percent-encode '+' in URLs."
 })
 
-/** The headers of every write: the Idempotency-Key (spec 4.1). */
+/** The headers of every write: the Idempotency-Key (docs/integrators.md "Writing"). */
 const writeHeaders = { "idempotency-key": Idempotency.IdempotencyKey }
 
 export class StudentsGroup extends readStack(
@@ -127,7 +125,7 @@ export class LeadsGroup extends writeStack(
       success: created(Leads.Lead),
       error: Errors.FunnelNotFound.envelope
     }).annotate(OpenApi.Summary, "Create a lead (emits lead.created)")
-      .annotate(OpenApi.Transform, documentIdempotencyKey)
+      .annotate(OpenApi.Transform, adjustOperation(documentIdempotencyKey))
   )
 ) {}
 
@@ -139,7 +137,7 @@ export class DemoLessonsGroup extends writeStack(
       success: created(DemoLessons.DemoLesson),
       error: [Errors.GroupNotFound.envelope, Errors.GroupFull.envelope]
     }).annotate(OpenApi.Summary, "Book a demo (trial) lesson for a student or a lead")
-      .annotate(OpenApi.Transform, documentIdempotencyKey)
+      .annotate(OpenApi.Transform, adjustOperation(documentIdempotencyKey))
   )
 ) {}
 
@@ -157,7 +155,7 @@ export class EnrollmentsGroup extends writeStack(
         Errors.AlreadyEnrolled.envelope
       ]
     }).annotate(OpenApi.Summary, "Enroll a student into a group (emits group.enrolled)")
-      .annotate(OpenApi.Transform, documentIdempotencyKey)
+      .annotate(OpenApi.Transform, adjustOperation(documentIdempotencyKey))
   )
 ) {}
 
@@ -198,11 +196,16 @@ export class PublicApi extends routes
       "Read and write a school's data. Every request carries `Authorization: Bearer svc_<prefix>_<secret>`. " +
       "Errors use the envelope `{ error: { code, message, fields? } }`.",
     servers: SERVERS,
-    transform: (spec) =>
-      documentWebhooks(documentExamples(documentRequestId(
-        documentUnexpectedErrors({ internalError: Errors.InternalError, methodNotAllowed: Errors.MethodNotAllowed })(
-          documentUnauthorizedReasons(documentParameters(routes)(lowerCaseHttpSchemes(allowUnknownBodyFields(spec))))
-        )
-      )))
+    // What the document says beyond what HttpApi derives, in the order applied (./openapi/).
+    transform: adjustDocument(flow(
+      allowUnknownBodyFields,
+      lowerCaseHttpSchemes,
+      documentParameters(routes),
+      documentUnauthorizedReasons,
+      documentUnexpectedErrors({ internalError: Errors.InternalError, methodNotAllowed: Errors.MethodNotAllowed }),
+      documentRequestId,
+      documentExamples,
+      documentWebhooks
+    ))
   }))
 {}
