@@ -6,16 +6,16 @@
  *
  * What it adds to the derived client (docs/integrators.md "Client kit and
  * examples"):
- * - the key, as `Authorization: Bearer …` on every request (spec 5.1);
+ * - the key, as `Authorization: Bearer …` on every request (docs/integrators.md "Authentication");
  * - repeats by `RetryPolicy`: 429 after `Retry-After`, doubling on each
- *   repeat, bounded (spec 4.3 rule 3, spec 8); also 408, 5xx and requests
+ *   repeat, bounded (docs/integrators.md "Limits"); also 408, 5xx and requests
  *   that got no answer;
- * - one `Idempotency-Key` per logical write (spec 4.1): a write made through
+ * - one `Idempotency-Key` per logical write (docs/integrators.md "Writing"): a write made through
  *   `write` or the Promise facade gets a fresh UUID unless one is given, and
  *   every repeat of that write (after a 429, a 5xx, a lost connection, a 409
  *   idempotency_in_progress) sends the same key, so the service runs it at
  *   most once; a repeat answered from the stored result
- *   (`Idempotent-Replayed: true`) is the write's success (spec 4.3 rule 1).
+ *   (`Idempotent-Replayed: true`) is the write's success (docs/integrators.md "Writing").
  *
  * Two faces: `make` gives the Effect client; `makeClient` gives Promises for
  * a plain Node project (`await client.students.list({ per_page: 100 })`).
@@ -91,14 +91,14 @@ export const make = (options: ClientOptions): Effect.Effect<PublicClient> =>
       )
   }).pipe(Effect.provide(FetchHttpClient.layer))
 
-/** A fresh Idempotency-Key: one per logical write (spec 4.1: "for example a UUID"). */
+/** A fresh Idempotency-Key: one per logical write (docs/integrators.md "Writing": "a fresh unique value per operation, e.g. a UUID"). */
 export const newIdempotencyKey = (): string => randomUUID()
 
 /**
  * One logical write: `send` gets the key (the given one, else a fresh one)
  * and is repeated with that same key while the service answers 409
- * idempotency_in_progress (spec 4.3 rule 2: "the client repeats the request
- * a little later"). Repeats after 429, 5xx and lost connections happen
+ * idempotency_in_progress (docs/integrators.md "Writing": "repeat a little
+ * later"). Repeats after 429, 5xx and lost connections happen
  * inside the client, with the same request and so the same key.
  */
 export const write = <A, E, R>(
@@ -138,7 +138,7 @@ export interface ListQuery {
 }
 
 export interface ChangedQuery extends ListQuery {
-  /** ISO 8601 with an offset: only records changed at or after it (spec 4.3 rule 4). */
+  /** ISO 8601 with an offset: only records changed at or after it (docs/integrators.md "Keeping a copy in sync"). */
   readonly updated_since?: string
 }
 

@@ -1,6 +1,6 @@
 /**
- * When the client repeats a request, and how long it waits first (spec 4.3
- * rule 3, spec 8; docs/integrators.md "Limits"):
+ * When the client repeats a request, and how long it waits first
+ * (docs/integrators.md "Limits"):
  *
  * - what is repeated: a 429, a 408, a 5xx from the service or its proxy
  *   (500, 502, 503, 504), and a request that got no answer at all (the
@@ -66,8 +66,8 @@ export const resolve = (options: RetryOptions = {}): ResolvedRetryOptions => ({
 /**
  * The pause before the next attempt: `baseDelay` the first time, twice the
  * previous pause after that, never above `maxDelay`; and never below the
- * answer's `Retry-After` (spec 8: "waits at least Retry-After … if 429
- * recurs, lengthens the pause, for example by doubling it").
+ * answer's `Retry-After` (docs/integrators.md "Limits": "If 429 recurs,
+ * lengthen the pause, e.g. double it, with a bounded number of attempts").
  */
 export const nextPause = (
   previousMs: number | undefined,

@@ -1,16 +1,20 @@
 /**
- * The public API key format (spec 5.1, docs/decisions.md "Authentication
+ * The public API key format (docs/integrators.md "Authentication", docs/decisions.md "Authentication
  * and scopes"): `svc_<prefix>_<secret>`, prefix 8 characters of `[a-z0-9]`,
  * secret 32 of `[A-Za-z0-9]`. Parsing is total: any string is either a
  * well-formed key or `missing_or_malformed_key`, never a crash. And what a
- * key may do: its scope; and when a new key may expire: only in the future.
+ * key may do: its scope; and when a new key may expire: only in the future;
+ * and a key as the back office issues and lists it (docs/back-office.md
+ * "API keys").
  */
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { createHash, timingSafeEqual } from "node:crypto"
-import { type Instant, parseInstant } from "./Timestamps.ts"
+import { ApiKeyId } from "./Ids.ts"
+import { NonEmptyName } from "./Text.ts"
+import { type Instant, IsoInstant, parseInstant, Timestamp } from "./Timestamps.ts"
 
-/** What a key may do (spec 5.1): `read`, or `write`, which covers reads too. */
+/** What a key may do (docs/integrators.md "Scopes"): `read`, or `write`, which covers reads too. */
 export const Scope = Schema.Literals(["read", "write"])
 export type Scope = typeof Scope.Type
 
@@ -86,3 +90,54 @@ export const expiryProblem = (text: string, nowMs: number): string | undefined =
   if (parsed._tag === "Invalid") return parsed.message
   return isAfter(parsed.instant, nowMs) ? undefined : EXPIRY_IN_PAST_MESSAGE
 }
+
+/** `POST /api-keys` (docs/back-office.md "API keys"): a name, a scope, and optionally when the key expires. */
+export const CreateApiKeyRequest = Schema.Struct({
+  name: NonEmptyName,
+  scope: Scope.annotate({ message: "Expected read or write" }),
+  expires_at: Schema.optionalKey(Schema.NullOr(IsoInstant)).annotate({
+    description: "ISO 8601 with an offset, in the future; omitted or null: the key never expires"
+  })
+}).annotate({ examples: [{ name: "CRM sync", scope: "read", expires_at: "2027-11-22T12:15:03+03:00" }] })
+export type CreateApiKeyRequest = typeof CreateApiKeyRequest.Type
+
+/** The key the examples show. */
+const keyExample = { id: ApiKeyId.make(3), name: "CRM sync", scope: "read" as const, prefix: "k3f9x2m1" }
+
+/** A key as the back office lists it: never its secret nor the secret's hash. */
+export const ApiKeyView = Schema.Struct({
+  id: ApiKeyId,
+  name: Schema.String,
+  scope: Scope,
+  prefix: Schema.String.annotate({ description: "The 8 characters after svc_ that identify the key" }),
+  created_at: Timestamp,
+  expires_at: Schema.NullOr(Timestamp),
+  revoked_at: Schema.NullOr(Timestamp)
+}).annotate({
+  examples: [{
+    ...keyExample,
+    created_at: "2026-11-22T09:15:03.123456Z",
+    expires_at: "2027-11-22T09:15:03.000000Z",
+    revoked_at: null
+  }]
+})
+export type ApiKeyView = typeof ApiKeyView.Type
+
+/** A key as issued: `key` is the whole `svc_<prefix>_<secret>`, shown this once. */
+export const IssuedApiKey = Schema.Struct({
+  id: ApiKeyId,
+  name: Schema.String,
+  scope: Scope,
+  prefix: Schema.String,
+  key: Schema.String.annotate({ description: "svc_<prefix>_<secret>: shown only in this answer, never again" }),
+  created_at: Timestamp,
+  expires_at: Schema.NullOr(Timestamp)
+}).annotate({
+  examples: [{
+    ...keyExample,
+    key: "svc_k3f9x2m1_Vh7Qp2Lw9Zr4Tn8Bx6Cj1Md5Fs3Gk0Ya",
+    created_at: "2026-11-22T09:15:03.123456Z",
+    expires_at: "2027-11-22T09:15:03.000000Z"
+  }]
+})
+export type IssuedApiKey = typeof IssuedApiKey.Type

@@ -15,7 +15,7 @@ export const Unauthenticated = row("BackOfficeUnauthenticated", 401, "UNAUTHENTI
 export type Unauthenticated = InstanceType<typeof Unauthenticated>
 export const Forbidden = row("BackOfficeForbidden", 403, "FORBIDDEN")
 export type Forbidden = InstanceType<typeof Forbidden>
-// spec 5.2: key issuance on a plan below Extended; exactly { success, code, message }.
+// Key issuance on a plan below Extended; exactly { success, code, message } (docs/back-office.md "API keys").
 export const TariffTooLow = row("BackOfficeTariffTooLow", 403, "TARIFF_TOO_LOW")
 export type TariffTooLow = InstanceType<typeof TariffTooLow>
 export const NotFound = row("BackOfficeNotFound", 404, "NOT_FOUND")

@@ -1,8 +1,8 @@
 /**
- * Demo (trial) lessons booked through POST /demo-lessons (spec 1, 4.2;
+ * Demo (trial) lessons booked through POST /demo-lessons (docs/integrators.md "Writing";
  * docs/decisions.md "Writes"): who comes (exactly one of a student
  * `user_id` or a `lead_id`), to which group, when, and the booking as
- * returned. A demo lesson emits no webhook (spec part 1).
+ * returned. A demo lesson emits no webhook.
  */
 import * as Schema from "effect/Schema"
 import { GroupId, LeadId, StudentId } from "./Ids.ts"
@@ -33,7 +33,7 @@ export const CreateDemoLessonRequest = Schema.Struct({
   description: "Exactly one of user_id and lead_id. Unknown fields are ignored.",
   examples: [{ lead_id: LeadId.make(7), group_id: GroupId.make(3), starts_at: "2026-11-24T16:00:00+03:00" }]
 }).check(
-  // spec 4.2: neither user_id nor lead_id is validation_failed with fields.user_id.
+  // Neither user_id nor lead_id is validation_failed with fields.user_id (docs/integrators.md "Writing").
   Schema.makeFilter((body) => {
     const hasUser = body.user_id !== undefined && body.user_id !== null
     const hasLead = body.lead_id !== undefined && body.lead_id !== null
@@ -82,5 +82,17 @@ export const DemoLesson = Schema.Struct({
   comment: Schema.String,
   status: Schema.Literal("scheduled"),
   created_at: Timestamp
-}).annotate({ identifier: "DemoLesson" })
+}).annotate({
+  identifier: "DemoLesson",
+  examples: [{
+    id: 12,
+    user_id: null,
+    lead_id: 7,
+    group_id: 3,
+    starts_at: "2026-11-24T13:00:00.000000Z",
+    comment: "",
+    status: "scheduled",
+    created_at: "2026-11-22T09:15:03.123456Z"
+  }]
+})
 export type DemoLesson = typeof DemoLesson.Type

@@ -6,8 +6,9 @@
  *
  * - its HTTP status (`httpApiStatus`, so HttpApi answers with it) and wire
  *   code, as `Row.status` and `Row.code`;
- * - its message shape: `message` and optional `fields` (spec 7.1), plus the
- *   response headers a row made by `rowWithHeaders` carries (`headers`);
+ * - its message shape: `message` and optional `fields` (docs/integrators.md
+ *   "Responses and errors"), plus the response headers a row made by
+ *   `rowWithHeaders` carries (`headers`);
  * - `Row.envelope`, the schema endpoints and middleware declare: it encodes
  *   the error as the envelope `{ error: { code, message, fields? } }` (and
  *   its headers), so OpenAPI shows the real response and `HttpApiClient`
@@ -28,7 +29,7 @@ import * as Schema from "effect/Schema"
 import * as SchemaTransformation from "effect/SchemaTransformation"
 import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
 
-/** `fields` values: a string, or a list of strings for validation messages (spec 7.1). */
+/** `fields` values: a string, or a list of strings for validation messages (docs/integrators.md "Responses and errors"). */
 export const ErrorFields = Schema.Record(Schema.String, Schema.Union([Schema.String, Schema.Array(Schema.String)]))
 export type ErrorFields = typeof ErrorFields.Type
 
@@ -69,7 +70,7 @@ export type EnvelopeBody = { readonly [key: string]: unknown }
 
 const bodyOf = ({ message, fields }: ErrorBody): ErrorBody => fields === undefined ? { message } : { message, fields }
 
-/** The public API's envelope, `{ error: { code, message, fields? } }`; `fields` only when there are any (spec 7.1). */
+/** The public API's envelope, `{ error: { code, message, fields? } }`; `fields` only when there are any (docs/integrators.md "Responses and errors"). */
 export const PublicEnvelope: Envelope = {
   schema: (code) =>
     Schema.Struct({
@@ -84,7 +85,7 @@ export const PublicEnvelope: Envelope = {
 }
 const PublicShape = Schema.Struct({ error: Schema.Struct(Body) })
 
-/** The back office's envelope (the account area's, spec 5.2): `{ success: false, code, message, fields? }`. */
+/** The back office's envelope (docs/back-office.md "Answers and errors"): `{ success: false, code, message, fields? }`. */
 export const BackOfficeEnvelope: Envelope = {
   schema: (code) =>
     Schema.Struct({
@@ -121,7 +122,7 @@ export const rowsWith = (envelope: Envelope) => {
   }
 
   /**
-   * A row whose response also carries headers (spec 8: a 429's
+   * A row whose response also carries headers (docs/integrators.md "Limits": a 429's
    * `Retry-After`): the error's `headers` hold their values, and the contract
    * declares them, so OpenAPI documents them and the client decodes them.
    */

@@ -1,7 +1,8 @@
 /**
  * The public API's errors: the rows of its table (PublicErrors.ts), the
  * union of them and the guard, both derived from the table, and the reasons
- * of a 401 (spec 5.1, docs/decisions.md "Authentication and scopes").
+ * of a 401 (docs/integrators.md "Authentication", docs/decisions.md
+ * "Authentication and scopes").
  */
 import * as Schema from "effect/Schema"
 import * as ErrorTable from "./ErrorTable.ts"
@@ -32,6 +33,6 @@ const unauthorizedMessages: Record<UnauthorizedReason, string> = {
   expired_key: "The API key has expired."
 }
 
-/** 401 unauthorized with `fields.reason` (spec 5.1). */
+/** 401 unauthorized with `fields.reason` (docs/integrators.md "Authentication"). */
 export const unauthorized = (reason: UnauthorizedReason): Unauthorized =>
   new Unauthorized({ message: unauthorizedMessages[reason], fields: { reason } })

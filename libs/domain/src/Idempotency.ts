@@ -1,6 +1,6 @@
 /**
- * The idempotency rules of the write endpoints (spec 4.1, 4.3 rules 1-2,
- * 7.2, 8; docs/decisions.md "Idempotency"), as pure functions: what a
+ * The idempotency rules of the write endpoints (docs/integrators.md
+ * "Writing"; docs/decisions.md "Idempotency"), as pure functions: what a
  * well-formed key is, which operation a key names, and what a repeat does
  * when it finds a record for its key. The store
  * (libs/persistence/src/IdempotencyStore.ts) and the middleware
@@ -11,7 +11,7 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import { MissingIdempotencyKey, ValidationFailed } from "./Errors.ts"
 
-/** The header, as the specification and `fields` spell it (spec 7.1). */
+/** The header, as the docs and `fields` spell it (docs/integrators.md "Writing"). */
 export const HEADER = "Idempotency-Key"
 export const MAX_KEY_LENGTH = 255
 /** The header on a replayed response (docs/decisions.md "Idempotency"). */
@@ -40,7 +40,7 @@ export const KEY_DESCRIPTION =
 export const IdempotencyKey = Schema.String.check(Schema.makeFilter(isWellFormedKey, { message: KEY_MESSAGE }))
 
 /**
- * The header's value checked (spec 7.2): absent is 422 missing_idempotency_key,
+ * The header's value checked (docs/integrators.md "Writing"): absent is 422 missing_idempotency_key,
  * malformed is 422 validation_failed; both name the header in `fields`.
  */
 export const validateKey = (
@@ -122,7 +122,7 @@ export interface Found {
 
 /**
  * What a request does with the record it found: replay the stored response
- * (spec 4.3 rule 1), wait for the running first attempt (rule 2), or take the
+ * (docs/integrators.md "Writing"), wait for the running first attempt, or take the
  * key over because the record is expired or its attempt has ended without a
  * response (a 5xx is not stored: the key runs again) or is presumed dead.
  */

@@ -49,7 +49,7 @@ export const DecimalIntString = Schema.String.check(
 )
 
 /**
- * A path or query parameter holding an integer (spec 7.2; docs/decisions.md
+ * A path or query parameter holding an integer (docs/integrators.md "Reading"; docs/decisions.md
  * "Requests and responses"): the text must be the plain decimal of the
  * integer, so `1e3`, `+5`, `5.0`, `007`, ` 5`, `0x10` and the empty string
  * are validation_failed on the parameter, never a different number; the

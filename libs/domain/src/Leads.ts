@@ -1,11 +1,10 @@
 /**
- * Leads (spec 2.2, 3, 4.2; docs/decisions.md "Writes"): the public POST
- * /leads body, the lead as the API returns it, the defaults the
- * specification fixes, and the rule that places a new lead in its funnel;
- * and the back office's lead section (docs/back-office.md): its lead (with
+ * Leads (docs/integrators.md "Writing"; docs/decisions.md "Writes"): the
+ * public POST /leads body, the lead as the API returns it, its defaults, and
+ * the rule that places a new lead in its funnel; and the back office's lead
+ * section (docs/back-office.md "Leads, funnels and tasks"): its lead (with
  * the responsible employee), funnels with their statuses, the automation a
- * status move runs (spec part 3), and the inbox it fills (tasks and
- * notifications).
+ * status move runs, and the inbox it fills (tasks and notifications).
  */
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -14,9 +13,9 @@ import { Phone } from "./Phone.ts"
 import { COMMENT_MAX, NAME_MAX, SOURCE_MAX, Text } from "./Text.ts"
 import { Timestamp } from "./Timestamps.ts"
 
-/** spec 2.2: `source` defaults to `api`. */
+/** `source` defaults to `api` (docs/integrators.md "Writing"). */
 export const DEFAULT_SOURCE = "api"
-/** spec 2.2: `funnel_id` 0 (or absent) is the school's main funnel, a placeholder, not a row. */
+/** `funnel_id` 0 (or absent) is the school's main funnel, a placeholder, not a row (docs/integrators.md "Writing"). */
 export const MAIN_FUNNEL = 0
 
 /** An optional body field; `null` is read as absent. `expected` names the type in messages. */
@@ -49,11 +48,11 @@ export interface NewLead {
   readonly source: string
   /** 0: the main funnel. */
   readonly funnelId: number
-  /** The back office's responsible employee; a lead created through the public API has none (spec 2.2). */
+  /** The back office's responsible employee; a lead created through the public API has none. */
   readonly responsibleId?: number | null | undefined
 }
 
-/** spec 2.2 defaults: name and comment "", source "api" (also for an empty one), funnel 0. */
+/** The defaults (docs/integrators.md "Writing"): name and comment "", source "api" (also for an empty one), funnel 0. */
 export const toNewLead = (request: CreateLeadRequest): NewLead => ({
   phone: request.phone,
   name: request.name ?? "",
@@ -75,7 +74,19 @@ export const Lead = Schema.Struct({
   }),
   pipeline_status_id: Schema.Int.annotate({ description: "The lowest-priority status of the lead's funnel" }),
   created_at: Timestamp
-}).annotate({ identifier: "Lead" })
+}).annotate({
+  identifier: "Lead",
+  examples: [{
+    id: 7,
+    name: "Anna Ivanova",
+    phone: "+7 (999) 123-45-67",
+    source: "website",
+    comment: "Called about evening classes",
+    funnel_id: 0,
+    pipeline_status_id: 1,
+    created_at: "2026-11-22T09:15:03.123456Z"
+  }]
+})
 export type Lead = typeof Lead.Type
 
 export interface PipelineStatus {
@@ -84,7 +95,7 @@ export interface PipelineStatus {
 }
 
 /**
- * spec 2.2 and part 3: a new lead goes to the status with the lowest priority
+ * A new lead goes to the status with the lowest priority
  * value of its funnel; equal priorities go to the oldest status (lowest id).
  * The repository's `ORDER BY priority, id LIMIT 1` is this rule in SQL; a
  * property test holds the two together.
@@ -119,7 +130,7 @@ export const TITLE_MAX = 255
 const RequiredName = (max: number) =>
   Text(max).check(Schema.isMinLength(1, { message: "Expected a non-empty string" }))
 
-/** A pipeline status priority: any `integer` (smaller runs first; spec 2.2: a new lead takes the smallest). */
+/** A pipeline status priority: any `integer` (smaller runs first; a new lead takes the smallest). */
 export const Priority = Schema.Number.annotate({ message: "Expected an integer" }).check(
   Schema.isInt(),
   Schema.isBetween({ minimum: -2_147_483_648, maximum: 2_147_483_647 }, { message: "Expected a 32-bit integer" })
@@ -136,7 +147,15 @@ export const CrmCreateLeadRequest = Schema.Struct({
 }).annotate({
   identifier: "CrmCreateLeadRequest",
   message: "Expected a JSON object",
-  description: "Unknown fields are ignored."
+  description: "Unknown fields are ignored.",
+  examples: [{
+    phone: "+7 (999) 123-45-67",
+    name: "Anna Ivanova",
+    comment: "Came to the open day",
+    source: "crm",
+    funnel_id: 0,
+    responsible_id: 8
+  }]
 })
 export type CrmCreateLeadRequest = typeof CrmCreateLeadRequest.Type
 
@@ -150,13 +169,26 @@ export const toCrmNewLead = (request: CrmCreateLeadRequest): NewLead => ({
   responsibleId: request.responsible_id ?? null
 })
 
-/** The lead as the back office shows it: the public lead (spec 2.2) plus its responsible employee. */
+/** The lead as the back office shows it: the public lead plus its responsible employee. */
 export const CrmLead = Schema.Struct({
   ...Lead.fields,
   responsible_id: Schema.NullOr(Schema.Int).annotate({
-    description: "The responsible employee; null for a lead created through the public API (spec 2.2)"
+    description: "The responsible employee; null for a lead created through the public API"
   })
-}).annotate({ identifier: "CrmLead" })
+}).annotate({
+  identifier: "CrmLead",
+  examples: [{
+    id: 7,
+    name: "Anna Ivanova",
+    phone: "+7 (999) 123-45-67",
+    source: "crm",
+    comment: "Came to the open day",
+    funnel_id: 0,
+    pipeline_status_id: 1,
+    created_at: "2026-11-22T09:15:03.123456Z",
+    responsible_id: 8
+  }]
+})
 export type CrmLead = typeof CrmLead.Type
 
 /** POST /leads/{id}/status. */
@@ -164,7 +196,7 @@ export const MoveLeadRequest = Schema.Struct({
   status_id: IntUpToMaxId(1, "Expected a positive status id").annotate({
     description: "A status of the lead's funnel (its main funnel when the lead's funnel_id is 0)"
   })
-}).annotate({ identifier: "MoveLeadRequest", message: "Expected a JSON object" })
+}).annotate({ identifier: "MoveLeadRequest", message: "Expected a JSON object", examples: [{ status_id: 2 }] })
 export type MoveLeadRequest = typeof MoveLeadRequest.Type
 
 export const FunnelStatus = Schema.Struct({
@@ -182,7 +214,18 @@ export const Funnel = Schema.Struct({
   name: Schema.String,
   is_main: Schema.Boolean.annotate({ description: "The school's main funnel, the one funnel_id 0 means" }),
   statuses: Schema.Array(FunnelStatus).annotate({ description: "Ordered by priority, then id" })
-}).annotate({ identifier: "Funnel" })
+}).annotate({
+  identifier: "Funnel",
+  examples: [{
+    id: 1,
+    name: "Main",
+    is_main: true,
+    statuses: [
+      { id: 1, name: "New", priority: 0, auto_task_title: null },
+      { id: 2, name: "Trial booked", priority: 10, auto_task_title: "Call to confirm the trial lesson" }
+    ]
+  }]
+})
 export type Funnel = typeof Funnel.Type
 
 export const NewFunnelStatus = Schema.Struct({
@@ -221,7 +264,17 @@ export const CreateFunnelRequest = Schema.Struct({
       })
     )
   )
-}).annotate({ identifier: "CreateFunnelRequest", message: "Expected a JSON object" })
+}).annotate({
+  identifier: "CreateFunnelRequest",
+  message: "Expected a JSON object",
+  examples: [{
+    name: "Evening courses",
+    statuses: [
+      { name: "New", priority: 0 },
+      { name: "Trial booked", priority: 10, auto_task_title: "Call to confirm the trial lesson" }
+    ]
+  }]
+})
 export type CreateFunnelRequest = typeof CreateFunnelRequest.Type
 
 /** A status to store: an empty title is no automation. */
@@ -262,10 +315,10 @@ export const taskAssignedMessage = (lead: Pick<MovingLead, "id" | "name" | "phon
 }
 
 /**
- * spec part 3 ("Lead" row): the funnel automation runs only on an explicit
+ * docs/back-office.md "Leads, funnels and tasks": the funnel automation runs only on an explicit
  * move between statuses, never on creation. A move into a status with an
  * `auto_task_title` creates that task for the lead's responsible employee
- * and notifies them; a lead with no responsible (an API lead, spec 2.2) gets
+ * and notifies them; a lead with no responsible (an API lead) gets
  * an unassigned task and nobody is notified. A move to the status the lead
  * is already in is no move: nothing runs.
  */
@@ -298,7 +351,17 @@ export const Notification = Schema.Struct({
   }),
   created_at: Timestamp,
   read_at: Schema.NullOr(Timestamp).annotate({ description: "When it was first marked read; null: unread" })
-}).annotate({ identifier: "Notification" })
+}).annotate({
+  identifier: "Notification",
+  examples: [{
+    id: 15,
+    kind: "task_assigned",
+    message: "New task \"Call to confirm the trial lesson\" for lead #7 (Anna Ivanova, +7 (999) 123-45-67)",
+    subscription_id: null,
+    created_at: "2026-11-22T09:15:03.123456Z",
+    read_at: null
+  }]
+})
 export type Notification = typeof Notification.Type
 
 export const Task = Schema.Struct({
@@ -307,5 +370,14 @@ export const Task = Schema.Struct({
   lead_id: Schema.Int,
   assignee_id: Schema.NullOr(Schema.Int).annotate({ description: "null: unassigned (the lead has no responsible)" }),
   created_at: Timestamp
-}).annotate({ identifier: "Task" })
+}).annotate({
+  identifier: "Task",
+  examples: [{
+    id: 16,
+    title: "Call to confirm the trial lesson",
+    lead_id: 7,
+    assignee_id: 8,
+    created_at: "2026-11-22T09:15:03.123456Z"
+  }]
+})
 export type Task = typeof Task.Type

@@ -1,5 +1,5 @@
 /**
- * The GET /lessons window (spec 4.2, 8; docs/decisions.md "GET /lessons"):
+ * The GET /lessons window (docs/integrators.md "Reading"; docs/decisions.md "GET /lessons"):
  * `from` and `to` are inclusive calendar dates from 0001-01-01 to
  * 9999-12-31 compared on the lesson's start in UTC; `to` before `from` is
  * invalid_window, `to - from` over 92 days is window_too_large. The bounds

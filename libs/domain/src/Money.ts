@@ -1,5 +1,5 @@
 /**
- * Money (spec 2.3, 2.4, 6.4): the public API speaks whole kopecks (integers);
+ * Money (docs/integrators.md "Reading", "Event catalog"): the public API speaks whole kopecks (integers);
  * the payment.received webhook speaks roubles with kopecks after a point,
  * the same value as stored. Conversion never goes through a float product:
  * roubles are written as decimal text from the integer's digits, and that
@@ -46,7 +46,7 @@ export const roublesText = (kopecks: number): string => {
  */
 export const kopecksToRoubles = (kopecks: number): number => Number(roublesText(kopecks))
 
-/** Roubles as kopecks, rounded to the nearest kopeck (what spec 6.4 asks a client to do). */
+/** Roubles as kopecks, rounded to the nearest kopeck (what docs/integrators.md "Event catalog" tells a client to do). */
 export const roublesToKopecks = (roubles: number): number => Math.round(Number((roubles * 100).toFixed(4)))
 
 /**

@@ -1,5 +1,5 @@
 /**
- * List pagination (spec 4.1, docs/decisions.md "Lists"): `page` from 1
+ * List pagination (docs/integrators.md "Lists and pagination", docs/decisions.md "Lists"): `page` from 1
  * (default 1), `per_page` 1..100 (default 20, above 100 is an error, never
  * clamped), order by ascending id. A page past the end is empty with the
  * true total.
@@ -71,7 +71,7 @@ export const Meta = Schema.Struct({
   page: Schema.Int,
   per_page: Schema.Int,
   total: Schema.Int
-})
+}).annotate({ examples: [{ page: 1, per_page: 20, total: 1 }] })
 
 /** A page in cursor mode: the `perPage` items with an id above `startingAfter`. */
 export interface CursorRequest {

@@ -1,10 +1,10 @@
 /**
- * The phone rule of POST /leads (spec 2.2, docs/decisions.md "Writes"):
+ * The phone rule of POST /leads (docs/integrators.md "Writing", docs/decisions.md "Writes"):
  * required, non-empty after trimming, and 5 to 20 digits once `+ - ( )` and
  * spaces are removed; no other character is allowed. The value is kept as
  * the client wrote it, trimmed (docs/decisions.md "Requests and responses":
  * text fields are trimmed), so the lead, its response and its
- * `lead.created` event carry the same phone (spec 4.3 rule 5).
+ * `lead.created` event carry the same phone (docs/integrators.md "lead.created").
  */
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"

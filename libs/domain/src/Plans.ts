@@ -1,5 +1,5 @@
 /**
- * School plans and their per-key request budgets (spec 8, docs/decisions.md
+ * School plans and their per-key request budgets (docs/integrators.md "Limits", docs/decisions.md
  * "Rate limits", "Plans and key issuance").
  */
 import * as Schema from "effect/Schema"
@@ -19,11 +19,11 @@ export const budgetPerMinute = (plan: string | null): number => {
   }
 }
 
-/** The plans on which a school may issue API keys (spec 5.2): Extended and above. */
+/** The plans on which a school may issue API keys (docs/back-office.md "API keys"): Extended and above. */
 export const KEY_ISSUING_PLANS: ReadonlyArray<Plan> = ["extended", "pro"]
 
 /**
- * Issuing API keys needs Extended or above (spec 5.2); no plan, or one this
+ * Issuing API keys needs Extended or above (docs/back-office.md "API keys"); no plan, or one this
  * code does not know, is below Extended (docs/decisions.md "Plans and key
  * issuance"). The one rule for the back office and the operator CLI.
  */

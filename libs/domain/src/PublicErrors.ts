@@ -1,5 +1,5 @@
 /**
- * The public API's error table (spec 7.2, docs/decisions.md "Requests and
+ * The public API's error table (docs/integrators.md "Responses and errors", docs/decisions.md "Requests and
  * responses"): one row per documented code, with its HTTP status and its
  * message shape (libs/domain/src/ErrorTable.ts says what a row carries).
  * Every export of this module is a row, and everything else about errors
@@ -10,12 +10,12 @@
 import { row, rowWithHeaders } from "./ErrorTable.ts"
 import { RetryAfter } from "./RateLimit.ts"
 
-// spec 5.1: every fields.reason of a 401 is an `Errors.UnauthorizedReason`.
+// Every fields.reason of a 401 is an `Errors.UnauthorizedReason` (docs/integrators.md "Authentication").
 export const Unauthorized = row("Unauthorized", 401, "unauthorized")
 export type Unauthorized = InstanceType<typeof Unauthorized>
 export const InsufficientScope = row("InsufficientScope", 403, "insufficient_scope")
 export type InsufficientScope = InstanceType<typeof InsufficientScope>
-// spec 8: a 429 carries `Retry-After`, whole seconds.
+// A 429 carries `Retry-After`, whole seconds (docs/integrators.md "Limits").
 export const RateLimitExceeded = rowWithHeaders("RateLimitExceeded", 429, "rate_limit_exceeded", {
   "retry-after": RetryAfter
 })

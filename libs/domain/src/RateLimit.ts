@@ -1,6 +1,6 @@
 /**
- * The per-key sliding-window limiter's state and its pure transition (spec 8,
- * docs/decisions.md "Rate limits"). `libs/persistence` runs the same transition in SQL
+ * The per-key sliding-window limiter's state and its pure transition
+ * (docs/integrators.md "Limits", docs/decisions.md "Rate limits"). `libs/persistence` runs the same transition in SQL
  * (migration `0200_rate_limits`) so every API
  * process shares one state per key; the property tests hold both to the
  * reference model, a plain list of accepted timestamps.
@@ -9,7 +9,7 @@
  * A request at `t` is accepted when fewer than `budget` requests were accepted
  * in the window `(t - window, t]`; so no half-open interval of length
  * `window` ever holds more than `budget` accepted requests. A rejected request
- * changes nothing (spec 8: a 429 consumes no budget). When rejected, the wait
+ * changes nothing (docs/integrators.md "Limits": a 429 does not count). When rejected, the wait
  * is the time until the oldest of the last `budget` accepted requests leaves
  * the window: a request sent after that wait is accepted, a request sent any
  * earlier is not (unless the budget grows meanwhile).
@@ -35,7 +35,7 @@ import * as Duration from "effect/Duration"
 import * as Schema from "effect/Schema"
 import * as SchemaTransformation from "effect/SchemaTransformation"
 
-/** The budget window of spec 8: 60 seconds (RATE_LIMIT_WINDOW's default; tests shorten it). */
+/** The budget window (docs/integrators.md "Limits"): 60 seconds (RATE_LIMIT_WINDOW's default; tests shorten it). */
 export const WINDOW: Duration.Duration = Duration.minutes(1)
 
 /** An empty slot: older than any window of a clock counted from the Unix epoch. */
@@ -103,13 +103,14 @@ export const take = (state: State, at: number, budget: number, window: number): 
 }
 
 /**
- * The `Retry-After` value for a wait (spec 8: an integer number of seconds):
+ * The `Retry-After` value for a wait (docs/integrators.md "Limits": the whole
+ * number of seconds):
  * whole seconds, rounded up so that waiting that long is enough, at least 1.
  */
 export const retryAfterSeconds = (waitMicros: number): number => Math.max(1, Math.ceil(waitMicros / 1_000_000))
 
 /**
- * The `Retry-After` header of every 429 (spec 8): whole seconds, at least 1.
+ * The `Retry-After` header of every 429 (docs/integrators.md "Limits"): whole seconds, at least 1.
  * The contract declares it, so OpenAPI documents it as the header's text
  * (digits, the way it documents every integer HTTP parameter) and the typed
  * client decodes it to a number.

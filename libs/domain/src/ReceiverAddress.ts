@@ -1,5 +1,5 @@
 /**
- * The receiver-URL rule of webhook subscriptions (spec 5.3, 6.1;
+ * The receiver-URL rule of webhook subscriptions (docs/back-office.md "Webhooks";
  * docs/decisions.md "Webhooks"), as pure functions: the back office applies
  * it when a subscription is created or changed, and the dispatcher applies
  * the same functions to every address a host resolves to at delivery time

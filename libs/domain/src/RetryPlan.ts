@@ -1,5 +1,5 @@
 /**
- * The retry plan of a webhook delivery (spec 6.5 rule 2, part 3;
+ * The retry plan of a webhook delivery (docs/integrators.md "Receiving webhooks";
  * docs/decisions.md "Webhooks"): 4 attempts in all, the pauses before
  * attempts 2, 3 and 4 being `WEBHOOK_RETRY_DELAYS` (default 1 min, 5 min,
  * 30 min), then no fifth attempt. The plan is one Effect `Schedule` value;
@@ -14,7 +14,7 @@ import * as Option from "effect/Option"
 import * as Pull from "effect/Pull"
 import * as Schedule from "effect/Schedule"
 
-/** spec 6.5: the pauses before attempts 2, 3 and 4. */
+/** The pauses before attempts 2, 3 and 4: 1, 5 and 30 minutes. */
 export const DEFAULT_DELAYS: ReadonlyArray<Duration.Duration> = [
   Duration.minutes(1),
   Duration.minutes(5),
@@ -49,5 +49,5 @@ export const pauseAfter = (
     return pause
   })
 
-/** Attempts in all: the first, then one per pause (spec 6.5: 4). */
+/** Attempts in all: the first, then one per pause (4 by default). */
 export const attemptsOf = (delays: ReadonlyArray<Duration.Duration>): number => delays.length + 1

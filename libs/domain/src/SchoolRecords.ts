@@ -1,6 +1,6 @@
 /**
- * The back office's school records as rules, without I/O (docs/back-office.md;
- * spec 2.3, 2.4, 6.3, 6.4; docs/decisions.md "Resources", "Writes"): the
+ * The back office's school records as rules, without I/O (docs/back-office.md
+ * "Students and payments"; docs/decisions.md "Resources", "Writes"): the
  * request bodies of reference data (filials, subjects, programs, levels),
  * groups, students, lessons, attendance marks and payments, with every
  * field's rule; the attendance mark as returned; and the ids they use.
@@ -53,7 +53,7 @@ export const TOPIC_MAX = 1000
 /** RFC 5321's limit on an address. */
 export const EMAIL_MAX = 320
 
-/** A student's phone: "" (none), or the phone rule of POST /leads (spec 2.2). */
+/** A student's phone: "" (none), or the phone rule of POST /leads (Phone.ts). */
 export const StudentPhone = Text(PHONE_MAX).check(
   Schema.makeFilter((phone: string) =>
     phone === "" || Result.match(validatePhone(phone), { onSuccess: () => true, onFailure: (message) => message })
@@ -75,24 +75,24 @@ const body = (identifier: string) => ({ identifier, message: "Expected a JSON ob
 export const CreateFilialRequest = Schema.Struct({
   name: required(RequiredName, "name"),
   address: optionalField(Text(ADDRESS_MAX), "a string", `At most ${ADDRESS_MAX} characters, trimmed; omitted, null or "": none`)
-}).annotate(body("CreateFilialRequest"))
+}).annotate({ ...body("CreateFilialRequest"), examples: [{ name: "Central", address: "12 Lenina St, Moscow" }] })
 export type CreateFilialRequest = typeof CreateFilialRequest.Type
 
 export const CreateSubjectRequest = Schema.Struct({
   name: required(RequiredName, "name")
-}).annotate(body("CreateSubjectRequest"))
+}).annotate({ ...body("CreateSubjectRequest"), examples: [{ name: "English" }] })
 export type CreateSubjectRequest = typeof CreateSubjectRequest.Type
 
 export const CreateProgramRequest = Schema.Struct({
   name: required(RequiredName, "name"),
   subject_id: optionalReference("subject", "A subject of the school; omitted or null: none")
-}).annotate(body("CreateProgramRequest"))
+}).annotate({ ...body("CreateProgramRequest"), examples: [{ name: "General English", subject_id: 4 }] })
 export type CreateProgramRequest = typeof CreateProgramRequest.Type
 
 export const CreateLevelRequest = Schema.Struct({
   name: required(RequiredName, "name"),
   program_id: optionalReference("program", "A program of the school; omitted or null: none")
-}).annotate(body("CreateLevelRequest"))
+}).annotate({ ...body("CreateLevelRequest"), examples: [{ name: "B1", program_id: 5 }] })
 export type CreateLevelRequest = typeof CreateLevelRequest.Type
 
 // ---------------------------------------------------------------------------
@@ -110,7 +110,10 @@ export const CreateGroupRequest = Schema.Struct({
   program_id: optionalReference("program", "A program of the school; omitted or null: none"),
   level_id: optionalReference("level", "A level of the school; omitted or null: none"),
   teacher_id: optionalReference("employee", "An employee of the school who teaches the group; omitted or null: none")
-}).annotate(body("CreateGroupRequest"))
+}).annotate({
+  ...body("CreateGroupRequest"),
+  examples: [{ name: "English B1", filial_id: 2, capacity: 12, subject_id: 4, program_id: 5, level_id: 6, teacher_id: 8 }]
+})
 export type CreateGroupRequest = typeof CreateGroupRequest.Type
 
 // ---------------------------------------------------------------------------
@@ -122,7 +125,7 @@ export const CreateStudentRequest = Schema.Struct({
   phone: optionalField(StudentPhone, "a string", `Omitted, null or "": none; else 5 to 20 digits with + - ( ) and spaces`),
   email: optionalField(StudentEmail, "a string", `Omitted, null or "": none; at most ${EMAIL_MAX} characters`),
   filial_id: required(Reference("filial"), "filial_id")
-}).annotate(body("CreateStudentRequest"))
+}).annotate({ ...body("CreateStudentRequest"), examples: [{ fio: "Anna Ivanova", phone: "+7 (999) 123-45-67", email: "anna@example.com", filial_id: 2 }] })
 export type CreateStudentRequest = typeof CreateStudentRequest.Type
 
 // ---------------------------------------------------------------------------
@@ -145,6 +148,15 @@ export const CreateLessonRequest = Schema.Struct({
     "An employee of the school; omitted or null: the group's teacher (none when the group has none)"
   ),
   topic: optionalField(Text(TOPIC_MAX), "a string", `At most ${TOPIC_MAX} characters, trimmed; omitted, null or "": none`)
+}).annotate({
+  // Before the check: a check's own `examples` are not written into the document.
+  examples: [{
+    group_id: 3,
+    starts_at: "2026-11-24T16:00:00+03:00",
+    ends_at: "2026-11-24T17:30:00+03:00",
+    teacher_id: 8,
+    topic: "Past Simple"
+  }]
 }).check(
   Schema.makeFilter((lesson: { readonly starts_at: string; readonly ends_at: string }) =>
     endsBeforeStart(lesson.starts_at, lesson.ends_at)
@@ -165,7 +177,7 @@ export type VisitStatus = typeof VisitStatus.Type
 export const MarkAttendanceRequest = Schema.Struct({
   student_id: required(Reference("student"), "student_id"),
   visit_status: required(VisitStatus, "visit_status")
-}).annotate(body("MarkAttendanceRequest"))
+}).annotate({ ...body("MarkAttendanceRequest"), examples: [{ student_id: 11, visit_status: 1 }] })
 export type MarkAttendanceRequest = typeof MarkAttendanceRequest.Type
 
 /** A student's mark at a lesson, as POST /lessons/{id}/attendance returns it. */
@@ -178,11 +190,21 @@ export const AttendanceMark = Schema.Struct({
   first_attended_at: Schema.NullOr(Timestamp).annotate({
     description: "When the mark first became 1 (attended), the moment lesson.completed was raised; null: never"
   })
-}).annotate({ identifier: "AttendanceMark" })
+}).annotate({
+  identifier: "AttendanceMark",
+  examples: [{
+    lesson_id: 40,
+    student_id: 11,
+    group_id: 3,
+    visit_status: 1,
+    marked_at: "2026-11-24T14:35:00.000000Z",
+    first_attended_at: "2026-11-24T14:35:00.000000Z"
+  }]
+})
 export type AttendanceMark = typeof AttendanceMark.Type
 
 /**
- * spec 6.3, docs/decisions.md "Writes": whether a mark raises
+ * docs/integrators.md "lesson.completed", docs/decisions.md "Writes": whether a mark raises
  * `lesson.completed`: only when it becomes 1 (attended) for the first time
  * for that lesson and student; a second "attended", 2, 3, and 1 again after
  * 2 or 3 raise nothing. `previous` is the pair's mark before, if any (its
@@ -204,5 +226,8 @@ export const CreatePaymentRequest = Schema.Struct({
   payment_type: required(PaymentType.annotate({ message: "Expected one of cash, card, transfer, online" }), "payment_type"),
   group_id: optionalReference("group", "A group of the school the payment is for; omitted or null: none"),
   paid_at: optionalField(IsoInstant, "an ISO 8601 date-time with an offset", "When it was paid; omitted or null: now")
-}).annotate(body("CreatePaymentRequest"))
+}).annotate({
+  ...body("CreatePaymentRequest"),
+  examples: [{ student_id: 11, amount_kopecks: 150050, payment_type: "card", group_id: 3, paid_at: "2026-11-22T12:15:03+03:00" }]
+})
 export type CreatePaymentRequest = typeof CreatePaymentRequest.Type

@@ -65,5 +65,5 @@ export const FULL_ACCESS: Access = ["owner", "administrator"]
 export const LEAD_SECTION: Access = ["owner", "administrator", "manager"]
 export const FULL_ACCESS_OR_MANAGER: Access = LEAD_SECTION
 export const FULL_ACCESS_OR_TEACHER: Access = ["owner", "administrator", "teacher"]
-/** spec 5.3: webhook subscriptions are managed by the owner or an administrator only. */
+/** Webhook subscriptions are managed by the owner or an administrator only (docs/back-office.md "Roles"). */
 export const OWNER_OR_ADMINISTRATOR: Access = FULL_ACCESS

@@ -24,6 +24,10 @@ export const Text = (max: number) =>
   )
 
 export const NAME_MAX = 255
+
+/** A name that must be given: trimmed, 1 to NAME_MAX characters (an employee's, an API key's). */
+export const NonEmptyName = Text(NAME_MAX).check(Schema.isMinLength(1, { message: "Expected a non-empty name" }))
+
 export const PHONE_MAX = 255
 export const COMMENT_MAX = 4000
 export const SOURCE_MAX = 64

@@ -1,6 +1,6 @@
 /**
  * Timestamps on the wire. Every instant the API takes (`updated_since`,
- * `starts_at`; spec 4.1, docs/decisions.md "Lists", "Requests and
+ * `starts_at`; docs/integrators.md "Keeping a copy in sync", docs/decisions.md "Lists", "Requests and
  * responses") is ISO 8601 with an explicit offset (`Z`, `±HH:MM` or
  * `±HHMM`), an offset from -14:00 to +14:00, and an INSTANT from
  * 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z: the range is checked

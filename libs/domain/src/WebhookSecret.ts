@@ -1,5 +1,5 @@
 /**
- * A webhook subscription's secret (spec 5.3; docs/decisions.md "Webhooks",
+ * A webhook subscription's secret (docs/back-office.md "Webhooks"; docs/decisions.md "Webhooks",
  * "Webhook secrets"): `whsec_` + the base64 of 32 random bytes, shown once
  * when the subscription is created. The dispatcher needs the plain secret to
  * sign every delivery, so it cannot be hashed: it is stored encrypted with

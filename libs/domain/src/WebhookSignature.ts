@@ -1,9 +1,10 @@
 /**
- * What a webhook delivery looks like on the wire (spec 6.2; docs/decisions.md
+ * What a webhook delivery looks like on the wire (docs/integrators.md
+ * "Receiving webhooks"; docs/decisions.md
  * "Webhooks"): the body `{ event, account_id, payload, timestamp }`, built
  * once per delivery, and the headers of one attempt with both signatures:
  *
- * - `X-Service-Signature` (spec 6.2): lowercase hex HMAC-SHA256 of the raw
+ * - `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw
  *   body bytes, keyed with the UTF-8 bytes of the whole secret string as
  *   shown (`whsec_…`);
  * - Standard Webhooks: `webhook-id` (the delivery's opaque id,
@@ -21,7 +22,7 @@ export const USER_AGENT = "school-service-webhooks/1"
 /**
  * The delivery body. `payloadJson` is the event's payload as stored (JSON
  * text), spliced in unchanged so its numbers keep their exact text
- * (spec 6.4: 1500.5, never 1500.5000000001); `timestamp` is the first
+ * (docs/integrators.md "Event catalog": 1500.5, never 1500.5000000001); `timestamp` is the first
  * attempt's time, ISO 8601 with offset.
  */
 export const deliveryBody = (options: {
@@ -34,7 +35,7 @@ export const deliveryBody = (options: {
     JSON.stringify(options.timestamp)
   }}`
 
-/** spec 6.2: hex HMAC-SHA256 of the body, keyed with the secret string's UTF-8 bytes. */
+/** `X-Service-Signature`: hex HMAC-SHA256 of the body, keyed with the secret string's UTF-8 bytes. */
 export const serviceSignature = (secret: string, body: string): string =>
   createHmac("sha256", Buffer.from(secret, "utf8")).update(body, "utf8").digest("hex")
 

@@ -7,6 +7,7 @@
  * from it at `/api/crm/v1/openapi.json`.
  */
 import * as Context from "effect/Context"
+import { flow } from "effect/Function"
 import * as Schema from "effect/Schema"
 import * as HttpApi from "effect/http-api/HttpApi"
 import * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
@@ -14,33 +15,32 @@ import * as HttpApiGroup from "effect/http-api/HttpApiGroup"
 import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
 import * as OpenApi from "effect/http-api/OpenApi"
 import * as Errors from "../BackOfficeErrors.ts"
-import { Timestamp } from "../Timestamps.ts"
-import {
-  documentExamples,
-  documentParameters,
-  documentRequestId,
-  documentUnexpectedErrors,
-  documentSessionSecurity,
-  documentUnreachableStatus,
-  SERVERS
-} from "./OpenApiAdjustments.ts"
+import { adjustDocument } from "./openapi/Document.ts"
+import { documentUnexpectedErrors, documentUnreachableStatus } from "./openapi/Errors.ts"
+import { documentExamples } from "./openapi/Examples.ts"
+import { documentRequestId } from "./openapi/Headers.ts"
+import { documentParameters } from "./openapi/Parameters.ts"
+import { documentSessionSecurity } from "./openapi/Security.ts"
+import { SERVERS } from "./openapi/Servers.ts"
 import { ApiKeysGroup, EmployeesGroup } from "./backoffice/Staff.ts"
 import { InboxGroup, LeadsGroup } from "./backoffice/LeadSection.ts"
 import { ReferenceGroup, StudentsGroup } from "./backoffice/School.ts"
 import { WebhooksGroup } from "./backoffice/Webhooks.ts"
 import { ANY_EMPLOYEE, COOKIE_NAME, SAFE_METHODS } from "../Sessions.ts"
-import { BackOfficeValidation, bodyRefusals, Employee, ok, RequiredAccess, RoleCheck, SessionAuthentication } from "./BackOfficeMiddleware.ts"
+import { CurrentSession, EMAIL_MAX, PASSWORD_MAX, SignedIn } from "../Staff.ts"
+import { BackOfficeValidation, bodyRefusals, ok, RequiredAccess, RoleCheck, SessionAuthentication } from "./BackOfficeMiddleware.ts"
 
 export const BACK_OFFICE_PATH = "/api/crm/v1"
 
+/** `POST /sessions`: any e-mail and password sign-in could match (the rules of a new one are Staff.ts's). */
 export const LoginRequest = Schema.Struct({
-  email: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(320)),
-  password: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(1024))
-})
+  email: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(EMAIL_MAX)),
+  password: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(PASSWORD_MAX))
+}).annotate({ examples: [{ email: "maria@school.example", password: "correct horse battery" }] })
 
-export const LoginResponse = ok(Schema.Struct({ token: Schema.String, expires_at: Timestamp, employee: Employee }))
-export const CurrentSessionResponse = ok(Schema.Struct({ employee: Employee, expires_at: Timestamp }))
-export const LogoutResponse = ok(Schema.Struct({}))
+export const LoginResponse = ok(SignedIn)
+export const CurrentSessionResponse = ok(CurrentSession)
+export const LogoutResponse = ok(Schema.Struct({}).annotate({ examples: [{}] }))
 
 /** Signing in: no session needed. */
 export class LoginGroup extends HttpApiGroup.make("login").add(
@@ -99,15 +99,17 @@ export class BackOfficeApi extends routes
       "The school's own staff. Sign in with POST /sessions; then the crm_session cookie or " +
       "`Authorization: Session <token>`. Errors use the envelope `{ success: false, code, message, fields? }`.",
     servers: SERVERS,
-    transform: (spec) =>
-      documentExamples(documentRequestId(
-        documentUnexpectedErrors({ internalError: Errors.InternalError, methodNotAllowed: Errors.MethodNotAllowed })(
-          documentUnreachableStatus(routes, "403", neverForbidden)(
-            documentSessionSecurity(routes, { cookieName: COOKIE_NAME }, (middleware) => middleware.has(SessionAuthentication))(
-              documentParameters(routes)(spec)
-            )
-          )
-        )
-      ))
+    // What the document says beyond what HttpApi derives, in the order applied (./openapi/).
+    transform: adjustDocument(flow(
+      documentParameters(routes),
+      documentSessionSecurity(routes, {
+        cookieName: COOKIE_NAME,
+        needsSession: (middleware) => middleware.has(SessionAuthentication)
+      }),
+      documentUnreachableStatus(routes, 403, neverForbidden),
+      documentUnexpectedErrors({ internalError: Errors.InternalError, methodNotAllowed: Errors.MethodNotAllowed }),
+      documentRequestId,
+      documentExamples
+    ))
   }))
 {}

@@ -6,21 +6,14 @@
  */
 import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import * as HttpApiMiddleware from "effect/http-api/HttpApiMiddleware"
 import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
 import * as Errors from "../BackOfficeErrors.ts"
 import type { SchoolId } from "../Ids.ts"
 import { Meta, Page, PerPage } from "../Pagination.ts"
-import { type Access, Role } from "../Sessions.ts"
-
-/** The employee a session belongs to. */
-export const Employee = Schema.Struct({
-  id: Schema.Int,
-  name: Schema.String,
-  email: Schema.String,
-  role: Role
-})
-export type Employee = typeof Employee.Type
+import type { Access } from "../Sessions.ts"
+import type { Employee } from "../Staff.ts"
 
 /** The authenticated employee, provided to every handler behind `SessionAuthentication`. */
 export class CurrentEmployee extends Context.Service<CurrentEmployee, {
@@ -83,18 +76,58 @@ export class RoleCheck extends HttpApiMiddleware.Service<RoleCheck, {
  */
 export const bodyRefusals = [Errors.PayloadTooLarge.envelope, Errors.UnsupportedMediaType.envelope] as const
 
-/** `{ success: true, data }`. */
-export const ok = <S extends Schema.Top>(data: S) => Schema.Struct({ success: Schema.Literal(true), data })
+/**
+ * The success envelope (docs/back-office.md "Answers and errors"), as the
+ * error table's is (libs/domain/src/ErrorTable.ts): a schema transformation.
+ * A handler returns the value; its endpoint's success schema encodes it as
+ * `{ "success": true, "data": <value> }`, so OpenAPI shows the envelope and
+ * `HttpApiClient` decodes it back to the value.
+ *
+ * The type side is the value's own schema without its `identifier` and
+ * `description`: OpenAPI would take them for the response's description
+ * and name the envelope after the value (`FilialEncoded`).
+ */
+const valueOf = <A, I, RD, RE>(schema: Schema.Codec<A, I, RD, RE>) =>
+  Schema.toType(schema).annotate({ identifier: undefined, description: undefined })
 
-/** `{ success: true, data: [...], meta: { page, per_page, total } }`. */
-export const okList = <S extends Schema.Top>(item: S) =>
-  Schema.Struct({ success: Schema.Literal(true), data: Schema.Array(item), meta: Meta })
+/** `{ success: true, data }` on the wire; the value `data` in the handler and the client. */
+export const ok = <A, I, RD, RE>(data: Schema.Codec<A, I, RD, RE>) =>
+  Schema.Struct({ success: Schema.Literal(true), data }).pipe(
+    Schema.decodeTo(
+      valueOf(data),
+      SchemaTransformation.transform({
+        decode: (envelope) => envelope.data,
+        encode: (value) => ({ success: true as const, data: value })
+      })
+    )
+  )
+
+/**
+ * `{ success: true, data: [...], meta }` on the wire; the page `{ data, meta }`
+ * in the handler and the client (the public API's list shape). `meta` is a
+ * list's `Meta` or says more (the inbox's `unread`).
+ */
+export const okPage = <A, I, RD, RE, M, MI>(item: Schema.Codec<A, I, RD, RE>, meta: Schema.Codec<M, MI>) => {
+  const data = Schema.Array(item)
+  return Schema.Struct({ success: Schema.Literal(true), data, meta }).pipe(
+    Schema.decodeTo(
+      valueOf(Schema.Struct({ data, meta })),
+      SchemaTransformation.transform({
+        decode: (envelope) => ({ data: envelope.data, meta: envelope.meta }),
+        encode: (value) => ({ success: true as const, data: value.data, meta: value.meta })
+      })
+    )
+  )
+}
+
+/** `{ success: true, data: [...], meta: { page, per_page, total } }`: a list. */
+export const okList = <A, I, RD, RE>(item: Schema.Codec<A, I, RD, RE>) => okPage(item, Meta)
 
 /** 201 `{ success: true, data }`: a POST that created something. */
-export const okCreated = <S extends Schema.Top>(data: S) => ok(data).pipe(HttpApiSchema.status(201))
+export const okCreated = <A, I, RD, RE>(data: Schema.Codec<A, I, RD, RE>) => ok(data).pipe(HttpApiSchema.status(201))
 
 /** 202 `{ success: true, data }`: an action that only queued work. */
-export const okQueued = <S extends Schema.Top>(data: S) => ok(data).pipe(HttpApiSchema.status(202))
+export const okQueued = <A, I, RD, RE>(data: Schema.Codec<A, I, RD, RE>) => ok(data).pipe(HttpApiSchema.status(202))
 
 /** The query of every list: `page` from 1 (default 1), `per_page` 1..100 (default 20). */
 export const pageQuery = {

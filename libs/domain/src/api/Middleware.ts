@@ -26,7 +26,8 @@ export class CurrentKey extends Context.Service<CurrentKey, {
 }>()("school/domain/api/CurrentKey") {}
 
 /**
- * Bearer-key authentication (spec 5.1) and the per-key rate limit (spec 8),
+ * Bearer-key authentication (docs/integrators.md "Authentication") and the
+ * per-key rate limit (docs/integrators.md "Limits"),
  * in one round trip: 401 unauthorized with fields.reason, 429
  * rate_limit_exceeded with `Retry-After`. Every operation passes here and
  * needs the database, so this is also where every operation declares 503
@@ -48,7 +49,7 @@ export class RequireWriteScope extends HttpApiMiddleware.Service<RequireWriteSco
 }) {}
 
 /**
- * Every write (spec 4.1, 4.3 rules 1-2; docs/decisions.md "Idempotency"):
+ * Every write (docs/integrators.md "Writing"; docs/decisions.md "Idempotency"):
  * the Idempotency-Key header is required (422 missing_idempotency_key) and
  * well formed (422 validation_failed); a repeat replays the stored response
  * or, while the first is still running, waits and then answers 409
@@ -69,7 +70,7 @@ export class IdempotentWrite extends HttpApiMiddleware.Service<IdempotentWrite, 
   ]
 }) {}
 
-/** Turns request decoding failures into 422 validation_failed with per-field messages (spec 7.1). */
+/** Turns request decoding failures into 422 validation_failed with per-field messages (docs/integrators.md "Responses and errors"). */
 export class RequestValidation extends HttpApiMiddleware.Service<RequestValidation>()(
   "school/domain/api/RequestValidation",
   { error: Errors.ValidationFailed.envelope }

@@ -1,5 +1,5 @@
 /**
- * The back office's lead section (docs/back-office.md; spec 2.2, part 3):
+ * The back office's lead section (docs/back-office.md "Leads, funnels and tasks"):
  * leads (creation with the public rules, the general list, the explicit
  * status move that runs the funnel automation) and funnels with their
  * statuses; and each employee's inbox: notifications and tasks. Endpoints
@@ -19,6 +19,7 @@ import {
   ok,
   okCreated,
   okList,
+  okPage,
   pageQuery,
   RequiredAccess,
   RoleCheck,
@@ -29,12 +30,8 @@ import {
 export const NotificationsMeta = Schema.Struct({
   ...Meta.fields,
   unread: Schema.Int.annotate({ description: "How many of the caller's notifications are unread, on any page" })
-})
-export const NotificationsResponse = Schema.Struct({
-  success: Schema.Literal(true),
-  data: Schema.Array(Leads.Notification),
-  meta: NotificationsMeta
-})
+}).annotate({ examples: [{ page: 1, per_page: 20, total: 1, unread: 1 }] })
+export const NotificationsResponse = okPage(Leads.Notification, NotificationsMeta)
 
 export class LeadsGroup extends HttpApiGroup.make("leads")
   .add(

@@ -2,7 +2,7 @@
  * The back office's school records (docs/back-office.md): reference data
  * (filials, subjects, programs, levels), groups and lessons; students,
  * enrollments, attendance and payments, the actions that raise events
- * (spec 6.3). The contract: paths, bodies (libs/domain/src/SchoolRecords.ts),
+ * (docs/integrators.md "Event catalog"). The contract: paths, bodies (libs/domain/src/SchoolRecords.ts),
  * success shapes (the records as the public API shows them, docs/decisions.md
  * "Resources"), errors, and the roles each call needs (`RequiredAccess`,
  * checked by `RoleCheck` before the request is decoded, so a refused role
