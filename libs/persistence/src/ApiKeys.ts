@@ -1,5 +1,6 @@
 /**
- * API keys as the public API authenticates them (spec 5.1): the prefix finds
+ * API keys as the public API authenticates them (docs/integrators.md
+ * "Authentication"): the prefix finds
  * the key through the global routing table, the school's plan comes along
  * for the rate limit, in one round trip. And as the back office lists and
  * revokes them (docs/back-office.md "API keys"): never the secret nor its
@@ -16,10 +17,12 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as SqlClient from "effect/sql/SqlClient"
+import * as SqlSchema from "effect/sql/SqlSchema"
 import { ApiKey, Ids, Plans } from "@school/domain"
-import { ApiKeyView } from "@school/domain/api/backoffice/Staff"
+import { ApiKeyView } from "@school/domain/ApiKey"
 import { type PageRequest, toWindow } from "@school/domain/Pagination"
 import { type PageResult, pageReader } from "./Paging.ts"
+import { named } from "./Spans.ts"
 
 /** A key as authentication reads it: whose, what it may do, its secret's hash and its state. */
 export const KeyRecord = Schema.Struct({
@@ -33,8 +36,8 @@ export const KeyRecord = Schema.Struct({
 })
 export type KeyRecord = typeof KeyRecord.Type
 
-const decodeKeys = Schema.decodeUnknownEffect(Schema.Array(KeyRecord))
-const decodeViews = Schema.decodeUnknownEffect(Schema.Array(ApiKeyView))
+/** A key of a school, as the back office names it. */
+const SchoolKey = Schema.Struct({ school_id: Ids.SchoolId, id: Ids.ApiKeyId })
 
 export class ApiKeys extends Context.Service<ApiKeys, {
   findByPrefix(prefix: string): Effect.Effect<Option.Option<KeyRecord>>
@@ -50,8 +53,10 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       const readPage = pageReader(sql, ApiKeyView)
       const columns = sql`id, name, scope, prefix, api_ts(created_at) AS created_at,
         api_ts(expires_at) AS expires_at, api_ts(revoked_at) AS revoked_at`
-      return ApiKeys.of({
-        findByPrefix: (prefix) =>
+      const findKey = SqlSchema.findOneOption({
+        Request: Schema.String,
+        Result: KeyRecord,
+        execute: (prefix) =>
           sql`
             SELECT k.id, k.school_id, k.scope, k.secret_hash,
                    k.revoked_at IS NOT NULL AS revoked,
@@ -60,27 +65,27 @@ export class ApiKeys extends Context.Service<ApiKeys, {
             FROM api_key_prefixes p
             JOIN api_keys k ON k.school_id = p.school_id AND k.prefix = p.prefix
             JOIN schools s ON s.id = k.school_id
-            WHERE p.prefix = ${prefix}`.pipe(
-            Effect.flatMap(decodeKeys),
-            Effect.map((keys) => Option.fromNullishOr(keys[0])),
-            Effect.orDie
-          ),
-        list: (schoolId, page) => {
+            WHERE p.prefix = ${prefix}`
+      })
+      const revokeKey = SqlSchema.findOneOption({
+        Request: SchoolKey,
+        Result: ApiKeyView,
+        execute: ({ id, school_id }) =>
+          sql`
+            UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
+            WHERE school_id = ${school_id} AND id = ${id}
+            RETURNING ${columns}`
+      })
+      return ApiKeys.of({
+        findByPrefix: named("ApiKeys.findByPrefix", (prefix) => findKey(prefix).pipe(Effect.orDie)),
+        list: named("ApiKeys.list", (schoolId, page) => {
           const { limit, offset } = toWindow(page)
           return readPage(
             sql`SELECT count(*)::int AS total FROM api_keys WHERE school_id = ${schoolId}`,
             sql`SELECT ${columns} FROM api_keys WHERE school_id = ${schoolId} ORDER BY id LIMIT ${limit} OFFSET ${offset}`
           )
-        },
-        revoke: (schoolId, id) =>
-          sql`
-            UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
-            WHERE school_id = ${schoolId} AND id = ${id}
-            RETURNING ${columns}`.pipe(
-            Effect.flatMap(decodeViews),
-            Effect.map((keys) => Option.fromNullishOr(keys[0])),
-            Effect.orDie
-          )
+        }),
+        revoke: named("ApiKeys.revoke", (schoolId, id) => revokeKey({ school_id: schoolId, id }).pipe(Effect.orDie))
       })
     })
   )

@@ -11,6 +11,7 @@ import type { LessonWindow } from "@school/domain/LessonWindow"
 import * as SqlClient from "effect/sql/SqlClient"
 import type { Statement } from "effect/sql"
 import { listReader } from "./Paging.ts"
+import { named } from "./Spans.ts"
 
 export class Catalog extends Context.Service<Catalog, {
   groups(schoolId: Ids.SchoolId, page: Pagination.ListRequest): Effect.Effect<Pagination.ListResult<Models.Group>>
@@ -58,17 +59,20 @@ export class Catalog extends Context.Service<Catalog, {
       }
 
       return Catalog.of({
-        groups: simple(
-          Models.Group,
-          "groups",
-          sql`id, name, filial_id, subject_id, program_id, level_id, teacher_id, capacity, enrolled_count,
-              capacity - enrolled_count AS free_places`
+        groups: named(
+          "Catalog.groups",
+          simple(
+            Models.Group,
+            "groups",
+            sql`id, name, filial_id, subject_id, program_id, level_id, teacher_id, capacity, enrolled_count,
+                capacity - enrolled_count AS free_places`
+          )
         ),
-        lessons,
-        filials: simple(Models.Filial, "filials", sql`id, name, address`),
-        subjects: simple(Models.Subject, "subjects", sql`id, name`),
-        programs: simple(Models.Program, "programs", sql`id, name, subject_id`),
-        levels: simple(Models.Level, "levels", sql`id, name, program_id`)
+        lessons: named("Catalog.lessons", lessons),
+        filials: named("Catalog.filials", simple(Models.Filial, "filials", sql`id, name, address`)),
+        subjects: named("Catalog.subjects", simple(Models.Subject, "subjects", sql`id, name`)),
+        programs: named("Catalog.programs", simple(Models.Program, "programs", sql`id, name, subject_id`)),
+        levels: named("Catalog.levels", simple(Models.Level, "levels", sql`id, name, program_id`))
       })
     })
   )

@@ -1,6 +1,6 @@
 /**
- * The webhook delivery queue (spec 6.5, part 3; docs/decisions.md
- * "Webhooks"; docs/development.md "apps/dispatcher"): the dispatcher's every
+ * The webhook delivery queue (docs/integrators.md "Receiving webhooks";
+ * docs/decisions.md "Webhooks"; docs/development.md "apps/dispatcher"): the dispatcher's every
  * statement, each one round trip for a whole batch.
  *
  * - `fanOut`: outbox events → one delivery per subscription of the school
@@ -25,7 +25,7 @@
  *   sending cannot produce a second, different body; one row version per
  *   claim, not two). Deliveries of a disabled subscription are not claimed.
  *   Every part is keyed by `school_id` first: the form a database sharded by
- *   school routes (docs/operations.md "Past one database").
+ *   school routes (docs/operations.md "Past one database: distributing by `school_id` (Citus)").
  * - `record`: the attempts (journal rows), each delivery's next state
  *   (`delivered`, `failed`, or pending again at now + the retry plan's
  *   pause) and its lease cleared, only where the lease is still the one the
@@ -57,6 +57,7 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type { SqlError } from "effect/sql"
 import * as SqlClient from "effect/sql/SqlClient"
+import type { Fragment } from "effect/sql/Statement"
 import { DeliveryPublicId } from "@school/domain/WebhookSignature"
 import { OUTBOX_CHANNEL } from "./Outbox.ts"
 
@@ -79,7 +80,9 @@ export const Claimed = Schema.Struct({
   url: Schema.String,
   secret_ciphertext: Schema.Uint8Array,
   /** Its school's level in the claim's fair share (libs/domain/src/FairShare.ts): where the rotation goes on. */
-  level: Schema.Int
+  level: Schema.Int,
+  /** The W3C traceparent of the span that wrote the event (docs/operations.md "Traces"); never sent to the receiver. */
+  traceparent: Schema.NullOr(Schema.String)
 })
 export type Claimed = typeof Claimed.Type
 
@@ -142,7 +145,12 @@ export interface PurgeOptions {
 }
 
 const decodeClaimed = Schema.decodeUnknownEffect(Schema.Array(Claimed))
-const FanOutRow = Schema.Struct({ events: Schema.Int, deliveries: Schema.Int, skipped: Schema.Int })
+const FanOutRow = Schema.Struct({
+  events: Schema.Int,
+  deliveries: Schema.Int,
+  skipped: Schema.Int,
+  traceparents: Schema.optionalKey(Schema.Array(Schema.String))
+})
 const decodeFanOut = Schema.decodeUnknownEffect(Schema.Array(FanOutRow))
 const RecordedRow = Schema.Struct({
   recorded: Schema.Int,
@@ -177,21 +185,51 @@ export interface Gauges {
   readonly fanOutLagSeconds: number
 }
 
+/**
+ * A delivery's body (docs/decisions.md "Webhooks"), the one definition:
+ * `{"event":…,"account_id":…,"payload":…,"timestamp":…}` as one SQL
+ * expression over the given expressions (the event's name as text, the
+ * school's id, the payload as stored, the first attempt's time as `api_ts`
+ * writes it). The payload's stored JSON text is spliced in unchanged, so
+ * its numbers keep their exact text. The claim builds the body with it in
+ * the statement that leases the delivery: no extra statement, and no
+ * payload sent to the dispatcher and back. `WebhookSignature.deliveryBody`
+ * (libs/domain) spells the same bytes for tests and benchmarks;
+ * test/dispatcher/delivery-body.test.ts holds the two equal.
+ */
+export const deliveryBodySql = (sql: SqlClient.SqlClient, of: {
+  readonly event: Fragment
+  readonly accountId: Fragment
+  readonly payload: Fragment
+  readonly timestamp: Fragment
+}): Fragment =>
+  sql`'{"event":' || to_json(${of.event})::text || ',"account_id":' || (${of.accountId})::text ||
+    ',"payload":' || (${of.payload})::text || ',"timestamp":' || to_json(${of.timestamp})::text || '}'`
+
 /** The first row a statement always returns one of; its absence is a defect. */
 const single = <A>(rows: ReadonlyArray<A>): Effect.Effect<A> =>
   rows[0] === undefined ? Effect.die(new Error("expected one row")) : Effect.succeed(rows[0])
 
 /**
  * The notification a full-access employee gets when a subscription becomes
- * problematic (spec part 3), as a `format()` template: the subscription's id,
+ * problematic (docs/back-office.md "Webhooks"), as a `format()` template: the subscription's id,
  * then its URL.
  */
 export const PROBLEMATIC_MESSAGE = "Webhook subscription %s (%s) is problematic: a delivery failed on every attempt. " +
   "It keeps receiving new events; check the receiver, then resend or recover the failed deliveries."
 
 export class DeliveryQueue extends Context.Service<DeliveryQueue, {
-  /** Fans out up to `limit` events: how many events, deliveries to make, and deliveries journaled as skipped. */
-  fanOut(limit: number): Effect.Effect<{ readonly events: number; readonly deliveries: number; readonly skipped: number }, SqlError.SqlError>
+  /**
+   * Fans out up to `limit` events: how many events, deliveries to make, and deliveries journaled as skipped;
+   * with `traceparents`, also the events' traceparents, for the fan-out's span to link to
+   * (docs/operations.md "Traces").
+   */
+  fanOut(limit: number, options?: { readonly traceparents: boolean }): Effect.Effect<{
+    readonly events: number
+    readonly deliveries: number
+    readonly skipped: number
+    readonly traceparents?: ReadonlyArray<string>
+  }, SqlError.SqlError>
   claim(options: ClaimOptions): Effect.Effect<ReadonlyArray<Claimed>, SqlError.SqlError>
   record(attempts: ReadonlyArray<AttemptRecord>): Effect.Effect<Recorded, SqlError.SqlError>
   release(leases: ReadonlyArray<{ readonly schoolId: number; readonly id: number; readonly lease: string }>): Effect.Effect<number, SqlError.SqlError>
@@ -214,16 +252,23 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const pg = yield* Effect.serviceOption(PgClient.PgClient)
+      // A first attempt's body, as the claim stores it: the first attempt's time as the API writes times.
+      const firstBody = deliveryBodySql(sql, {
+        event: sql.literal("d.event"),
+        accountId: sql.literal("d.school_id"),
+        payload: sql.literal("e.payload"),
+        timestamp: sql.literal("api_ts(now())")
+      })
 
       const wakeups = Option.match(pg, {
         onNone: () => Effect.never,
         onSome: (client) => Effect.map(client.listen(OUTBOX_CHANNEL), (queue) => Stream.fromQueue(queue).pipe(Stream.as(undefined)))
       })
 
-      const fanOut = (limit: number) =>
+      const fanOut = (limit: number, options?: { readonly traceparents: boolean }) =>
         sql`
           WITH events AS (
-            SELECT e.school_id, e.id, e.event, e.subscription_id
+            SELECT e.school_id, e.id, e.event, e.subscription_id, e.traceparent
             FROM outbox_events e
             WHERE e.fanned_out_at IS NULL
             ORDER BY e.id
@@ -262,7 +307,12 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
           )
           SELECT (SELECT count(*) FROM events)::int AS events,
                  (SELECT count(*) FROM made WHERE status = 'pending')::int AS deliveries,
-                 (SELECT count(*) FROM made WHERE status = 'skipped')::int AS skipped`.pipe(
+                 (SELECT count(*) FROM made WHERE status = 'skipped')::int AS skipped
+                 ${
+          options?.traceparents === true
+            ? sql`, (SELECT coalesce(json_agg(traceparent), '[]'::json) FROM events WHERE traceparent IS NOT NULL) AS traceparents`
+            : sql``
+        }`.pipe(
           Effect.flatMap((rows) => Effect.orDie(decodeFanOut(rows))),
           Effect.flatMap(single)
         )
@@ -325,12 +375,9 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
           )
           UPDATE webhook_deliveries d
           SET lease_until = now() + ${options.leaseMs}::int * interval '1 millisecond',
-              -- The body as libs/domain/src/WebhookSignature.ts deliveryBody spells it, built once:
-              -- the payload's stored JSON text spliced in unchanged (exact numbers), the first
-              -- attempt's time as the API writes times (api_ts: microseconds, Z).
-              body = coalesce(d.body,
-                '{"event":' || to_json(d.event)::text || ',"account_id":' || d.school_id::text ||
-                ',"payload":' || e.payload::text || ',"timestamp":' || to_json(api_ts(now()))::text || '}')
+              -- The body, built once (deliveryBodySql): the payload's stored JSON text spliced in
+              -- unchanged (exact numbers), the first attempt's time (api_ts: microseconds, Z).
+              body = coalesce(d.body, ${firstBody})
           FROM picked p, webhook_subscriptions w, outbox_events e
           WHERE d.school_id = p.school_id AND d.id = p.id
             AND w.school_id = d.school_id AND w.id = d.subscription_id
@@ -338,7 +385,7 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
           RETURNING d.school_id, d.id::float8 AS id, d.public_id, d.subscription_id, d.event, d.attempts + 1 AS attempt,
             d.postponements::int AS postponements,
             d.lease_until::text AS lease, d.body,
-            w.url, w.secret_ciphertext, p.level::int AS level`.pipe(
+            w.url, w.secret_ciphertext, p.level::int AS level, e.traceparent`.pipe(
           Effect.flatMap((rows) => Effect.orDie(decodeClaimed(rows)))
         )
 

@@ -1,20 +1,19 @@
 /**
- * Demo (trial) lessons of one school as POST /demo-lessons books them (spec
- * 4.2, docs/decisions.md "Writes"): for a student or a lead of
+ * Demo (trial) lessons of one school as POST /demo-lessons books them
+ * (docs/integrators.md "Writing", docs/decisions.md "Writes"): for a student or a lead of
  * the school, in a group of the school that has a free place. Booking does
  * not take the place (a trial visit is not an enrollment) and emits no
- * webhook (spec 1). One statement checks and inserts.
+ * webhook. One statement checks and inserts.
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as SqlClient from "effect/sql/SqlClient"
-import { DemoLessons as DemoLessonRules, Errors, type Ids } from "@school/domain"
+import { DemoLessons as DemoLessonRules, type Ids } from "@school/domain"
+import * as DomainErrors from "@school/domain/DomainErrors"
 
 const decodeDemoLesson = Schema.decodeUnknownEffect(DemoLessonRules.DemoLesson)
-
-export type BookError = Errors.ValidationFailed | Errors.GroupNotFound | Errors.GroupFull
 
 /** What the statement found, beside the booked lesson's columns (NULL when none was booked). */
 const BookOutcome = Schema.Struct({
@@ -25,14 +24,22 @@ const BookOutcome = Schema.Struct({
 const decodeOutcome = Schema.decodeUnknownEffect(BookOutcome)
 
 export class DemoLessons extends Context.Service<DemoLessons, {
-  book(schoolId: Ids.SchoolId, lesson: DemoLessonRules.NewDemoLesson): Effect.Effect<DemoLessonRules.DemoLesson, BookError>
+  /**
+   * The booking, or `DemoLessonRefused` with its reason: the attendee (a
+   * student or a lead) or the group is not the school's, or the group has
+   * no free place.
+   */
+  book(
+    schoolId: Ids.SchoolId,
+    lesson: DemoLessonRules.NewDemoLesson
+  ): Effect.Effect<DemoLessonRules.DemoLesson, DomainErrors.DemoLessonRefused>
 }>()("school/persistence/DemoLessons") {
   static readonly layer = Layer.effect(
     DemoLessons,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
 
-      const book = Effect.fnUntraced(function*(schoolId: Ids.SchoolId, lesson: DemoLessonRules.NewDemoLesson) {
+      const book = Effect.fn("DemoLessons.book")(function*(schoolId: Ids.SchoolId, lesson: DemoLessonRules.NewDemoLesson) {
         const { attendee } = lesson
         const isStudent = attendee._tag === "Student"
         const who = isStudent
@@ -54,21 +61,17 @@ export class DemoLessons extends Context.Service<DemoLessons, {
           FROM (VALUES (1)) AS one (x) LEFT JOIN booked b ON true`.pipe(Effect.orDie)
         // One row always: VALUES (1) LEFT JOIN the booked lesson.
         const row = yield* Effect.orDie(decodeOutcome(rows[0]))
+        const refused = (reason: DomainErrors.DemoLessonRefused["reason"]) => new DomainErrors.DemoLessonRefused({ reason })
         if (!row.attendee_found) {
-          // docs/decisions.md "Writes": no new code for this endpoint; the field is named.
-          const field = isStudent ? "user_id" : "lead_id"
-          const what = isStudent ? "a student" : "a lead"
-          return yield* new Errors.ValidationFailed({
-            message: `Invalid request body: ${field}`,
-            fields: { [field]: [`Expected ${what} of this school, got ${attendee.id}`] }
-          })
+          return yield* refused(
+            isStudent
+              ? new DomainErrors.StudentNotFound({ studentId: attendee.id })
+              : new DomainErrors.LeadNotFound({ leadId: attendee.id })
+          )
         }
-        if (!row.group_found) {
-          return yield* new Errors.GroupNotFound({ message: `Group ${lesson.groupId} not found in this school.` })
-        }
-        if (row.id === null) {
-          return yield* new Errors.GroupFull({ message: `Group ${lesson.groupId} has no free places.` })
-        }
+        const groupId = lesson.groupId
+        if (!row.group_found) return yield* refused(new DomainErrors.GroupNotFound({ groupId }))
+        if (row.id === null) return yield* refused(new DomainErrors.GroupFull({ groupId }))
         return yield* Effect.orDie(decodeDemoLesson(rows[0]))
       })
 

@@ -21,8 +21,10 @@ import * as Effect from "effect/Effect"
 import type { Statement } from "effect/sql"
 import * as SqlClient from "effect/sql/SqlClient"
 import { randomBytes } from "node:crypto"
-import { DISABLED_PASSWORD } from "./Passwords.ts"
 import { createSchool, issueApiKey } from "./Schools.ts"
+
+/** A stored hash no password matches (it is not in the scrypt format): staff created without a login (the demo teachers). */
+const DISABLED_PASSWORD = "!"
 
 export interface DemoSchool {
   readonly school_id: Ids.SchoolId
@@ -97,9 +99,15 @@ const FEMALE = {
 const paymentAmount = (student: string, j: string) => `((500 + ((${student} * 37 + ${j} * 53) % 46) * 100) * 100)::bigint`
 const paymentCount = (student: string) => `(${student} % 4)`
 
-/** Seeds one demo school and returns its owner login and keys. */
+/**
+ * Seeds one demo school and returns its owner login and keys. `hashPassword`
+ * hashes the owner's password (libs/runtime/src/Passwords.ts: hashing is not
+ * storage's work).
+ */
 export const seedDemo = Effect.fn("DemoSeed.seedDemo")(
-  function*(): Effect.fn.Return<DemoSchool, never, SqlClient.SqlClient> {
+  function*(
+    hashPassword: (password: string) => Effect.Effect<string>
+  ): Effect.fn.Return<DemoSchool, never, SqlClient.SqlClient> {
     const sql = yield* SqlClient.SqlClient
     const tag = randomBytes(4).toString("hex")
     const owner = {
@@ -109,11 +117,13 @@ export const seedDemo = Effect.fn("DemoSeed.seedDemo")(
     const values = <A>(rows: ReadonlyArray<A>, row: (a: A) => Statement.Fragment) =>
       sql.join(", ", false)(rows.map(row))
 
+    const passwordHash = yield* hashPassword(owner.password)
+
     const seed = Effect.gen(function*() {
       const created = yield* createSchool({
         name: `Demo School ${tag}`,
         plan: "pro",
-        owner: { name: "Demo Owner", ...owner }
+        owner: { name: "Demo Owner", email: owner.email, passwordHash }
       })
       const school = created.school_id
 

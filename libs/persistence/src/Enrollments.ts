@@ -1,5 +1,5 @@
 /**
- * Enrolling students of one school into its groups (spec 4.2, 7.2;
+ * Enrolling students of one school into its groups (docs/integrators.md "Writing";
  * docs/decisions.md "Writes"), as POST /students/{id}/groups does it:
  * one statement takes a place in the group, records the enrollment, moves
  * the student's last-modified time (the card's active_groups changed) and
@@ -16,9 +16,11 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as SqlClient from "effect/sql/SqlClient"
-import { Enrollments as EnrollmentRules, Errors, type Ids, Pagination } from "@school/domain"
+import { Enrollments as EnrollmentRules, type Ids, Pagination } from "@school/domain"
+import * as DomainErrors from "@school/domain/DomainErrors"
 import { insertEvents } from "./Outbox.ts"
 import { listReader } from "./Paging.ts"
+import { named } from "./Spans.ts"
 
 const decodeEnrollment = Schema.decodeUnknownEffect(EnrollmentRules.Enrollment)
 
@@ -31,13 +33,20 @@ const EnrollOutcome = Schema.Struct({
 })
 const decodeOutcome = Schema.decodeUnknownEffect(EnrollOutcome)
 
-export type EnrollError = Errors.StudentNotFound | Errors.GroupNotFound | Errors.GroupFull | Errors.AlreadyEnrolled
-
-const alreadyEnrolled = (studentId: Ids.StudentId, groupId: Ids.GroupId) =>
-  new Errors.AlreadyEnrolled({ message: `Student ${studentId} is already enrolled in group ${groupId}.` })
+/** `EnrollmentRefused` for `reason`. */
+const refused = (reason: DomainErrors.EnrollmentRefused["reason"]) => new DomainErrors.EnrollmentRefused({ reason })
 
 export class Enrollments extends Context.Service<Enrollments, {
-  enroll(schoolId: Ids.SchoolId, studentId: Ids.StudentId, groupId: Ids.GroupId): Effect.Effect<EnrollmentRules.Enrollment, EnrollError>
+  /**
+   * The enrollment, or `EnrollmentRefused` with its reason: the student or
+   * the group is not the school's, the group has no free place, the student
+   * is in the group already.
+   */
+  enroll(
+    schoolId: Ids.SchoolId,
+    studentId: Ids.StudentId,
+    groupId: Ids.GroupId
+  ): Effect.Effect<EnrollmentRules.Enrollment, DomainErrors.EnrollmentRefused>
   /** The school's active enrollments (not ended), ascending id, one page and the total. */
   listActive(schoolId: Ids.SchoolId, page: Pagination.ListRequest): Effect.Effect<Pagination.ListResult<EnrollmentRules.Enrollment>>
 }>()("school/persistence/Enrollments") {
@@ -46,7 +55,7 @@ export class Enrollments extends Context.Service<Enrollments, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
 
-      const enroll = Effect.fnUntraced(function*(schoolId: Ids.SchoolId, studentId: Ids.StudentId, groupId: Ids.GroupId) {
+      const enroll = Effect.fn("Enrollments.enroll")(function*(schoolId: Ids.SchoolId, studentId: Ids.StudentId, groupId: Ids.GroupId) {
         const rows = yield* sql`
           WITH student AS (
             SELECT id FROM students WHERE school_id = ${schoolId} AND id = ${studentId}::int
@@ -91,23 +100,17 @@ export class Enrollments extends Context.Service<Enrollments, {
             "UniqueViolation",
             (reason) =>
               reason.constraint === "enrollments_active"
-                ? Effect.fail(alreadyEnrolled(studentId, groupId))
+                ? Effect.fail(refused(new DomainErrors.AlreadyEnrolled({ studentId, groupId })))
                 : Effect.die(reason)
           ),
           Effect.catchTag("SqlError", Effect.die)
         )
         // One row always: VALUES (1) LEFT JOIN the enrollment.
         const row = yield* Effect.orDie(decodeOutcome(rows[0]))
-        if (!row.student_found) {
-          return yield* new Errors.StudentNotFound({ message: `Student ${studentId} not found in this school.` })
-        }
-        if (!row.group_found) {
-          return yield* new Errors.GroupNotFound({ message: `Group ${groupId} not found in this school.` })
-        }
-        if (row.already) return yield* alreadyEnrolled(studentId, groupId)
-        if (row.id === null) {
-          return yield* new Errors.GroupFull({ message: `Group ${groupId} has no free places.` })
-        }
+        if (!row.student_found) return yield* refused(new DomainErrors.StudentNotFound({ studentId }))
+        if (!row.group_found) return yield* refused(new DomainErrors.GroupNotFound({ groupId }))
+        if (row.already) return yield* refused(new DomainErrors.AlreadyEnrolled({ studentId, groupId }))
+        if (row.id === null) return yield* refused(new DomainErrors.GroupFull({ groupId }))
         return yield* Effect.orDie(decodeEnrollment(rows[0]))
       })
 
@@ -123,7 +126,7 @@ export class Enrollments extends Context.Service<Enrollments, {
                 ORDER BY id LIMIT ${limit} OFFSET ${offset}`
         )
 
-      return Enrollments.of({ enroll, listActive })
+      return Enrollments.of({ enroll, listActive: named("Enrollments.listActive", listActive) })
     })
   )
 }

@@ -1,6 +1,6 @@
 /**
  * A school's lead funnels with their pipeline statuses (docs/back-office.md
- * "GET /funnels", "POST /funnels"; spec 2.2): the list, each funnel with its
+ * "Leads, funnels and tasks"): the list, each funnel with its
  * statuses ordered by priority (then id, the order a new lead's status is
  * chosen in), and a new funnel with its statuses in one statement.
  */
@@ -9,16 +9,23 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as SqlClient from "effect/sql/SqlClient"
-import { type Ids, Leads as LeadRules, Pagination } from "@school/domain"
+import * as SqlSchema from "effect/sql/SqlSchema"
+import { Ids, Leads as LeadRules, Pagination } from "@school/domain"
 import { type PageResult, pageReader } from "./Paging.ts"
+import { named } from "./Spans.ts"
 
-/** A funnel row: its statuses come as one json array. */
-const decodeFunnel = Schema.decodeUnknownEffect(LeadRules.Funnel)
+const NewFunnel = Schema.Struct({
+  name: Schema.String,
+  statuses: Schema.Array(Schema.Struct({
+    name: Schema.String,
+    priority: Schema.Number,
+    autoTaskTitle: Schema.NullOr(Schema.String)
+  }))
+})
+export type NewFunnel = typeof NewFunnel.Type
 
-export interface NewFunnel {
-  readonly name: string
-  readonly statuses: ReadonlyArray<{ readonly name: string; readonly priority: number; readonly autoTaskTitle: string | null }>
-}
+/** A creation's statement: the school's new funnel. */
+const FunnelInsert = Schema.Struct({ school_id: Ids.SchoolId, funnel: NewFunnel })
 
 export class Funnels extends Context.Service<Funnels, {
   /** The school's funnels by ascending id, each with its statuses by priority. */
@@ -50,33 +57,40 @@ export class Funnels extends Context.Service<Funnels, {
         )
       }
 
-      const create = Effect.fnUntraced(function*(schoolId: Ids.SchoolId, funnel: NewFunnel) {
-        const statuses = sql.join(", ", false)(
-          funnel.statuses.map((status) =>
-            sql`(${status.name}::text, ${status.priority}::int, ${status.autoTaskTitle}::text)`
+      // A funnel row: its statuses come as one json array.
+      const insert = SqlSchema.findOne({
+        Request: FunnelInsert,
+        Result: LeadRules.Funnel,
+        execute: ({ funnel, school_id: schoolId }) => {
+          const statuses = sql.join(", ", false)(
+            funnel.statuses.map((status) =>
+              sql`(${status.name}::text, ${status.priority}::int, ${status.autoTaskTitle}::text)`
+            )
           )
-        )
-        // The statuses' rows are not visible to the statement that inserts them: build the answer from RETURNING.
-        const rows = yield* sql`
-          WITH f AS (
-            INSERT INTO funnels (school_id, name, is_main) VALUES (${schoolId}, ${funnel.name}::text, false)
-            RETURNING id, name, is_main
-          ), ps AS (
-            INSERT INTO pipeline_statuses (school_id, funnel_id, name, priority, auto_task_title)
-            SELECT ${schoolId}, f.id, s.name, s.priority, s.auto_task_title
-            FROM f, (VALUES ${statuses}) AS s (name, priority, auto_task_title)
-            RETURNING id, name, priority, auto_task_title
-          )
-          SELECT f.id, f.name, f.is_main,
-                 (SELECT json_agg(json_build_object(
-                           'id', ps.id, 'name', ps.name, 'priority', ps.priority, 'auto_task_title', ps.auto_task_title
-                         ) ORDER BY ps.priority, ps.id)
-                  FROM ps) AS statuses
-          FROM f`.pipe(Effect.orDie)
-        return yield* Effect.orDie(decodeFunnel(rows[0]))
+          // The statuses' rows are not visible to the statement that inserts them: build the answer from RETURNING.
+          return sql`
+            WITH f AS (
+              INSERT INTO funnels (school_id, name, is_main) VALUES (${schoolId}, ${funnel.name}::text, false)
+              RETURNING id, name, is_main
+            ), ps AS (
+              INSERT INTO pipeline_statuses (school_id, funnel_id, name, priority, auto_task_title)
+              SELECT ${schoolId}, f.id, s.name, s.priority, s.auto_task_title
+              FROM f, (VALUES ${statuses}) AS s (name, priority, auto_task_title)
+              RETURNING id, name, priority, auto_task_title
+            )
+            SELECT f.id, f.name, f.is_main,
+                   (SELECT json_agg(json_build_object(
+                             'id', ps.id, 'name', ps.name, 'priority', ps.priority, 'auto_task_title', ps.auto_task_title
+                           ) ORDER BY ps.priority, ps.id)
+                    FROM ps) AS statuses
+            FROM f`
+        }
+      })
+      const create = Effect.fn("Funnels.create")(function*(schoolId: Ids.SchoolId, funnel: NewFunnel) {
+        return yield* Effect.orDie(insert({ school_id: schoolId, funnel }))
       })
 
-      return Funnels.of({ list, create })
+      return Funnels.of({ list: named("Funnels.list", list), create })
     })
   )
 }

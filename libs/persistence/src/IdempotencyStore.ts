@@ -1,5 +1,5 @@
 /**
- * The idempotency store (spec 4.3 rules 1-2, 8; docs/decisions.md
+ * The idempotency store (docs/integrators.md "Writing"; docs/decisions.md
  * "Idempotency"): claims a (school, key, operation) for one attempt, replays
  * a completed one, waits for a running one up to IDEMPOTENCY_WAIT, takes
  * over an expired record or a claim whose attempt has ended without a
@@ -36,25 +36,12 @@ import * as Scope from "effect/Scope"
 import type { SqlConnection } from "effect/sql"
 import * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
+import * as SqlSchema from "effect/sql/SqlSchema"
 import { randomUUID } from "node:crypto"
-import { Idempotency, type Ids } from "@school/domain"
+import { Idempotency, Ids } from "@school/domain"
 
-export interface IdempotencyConfigShape {
-  /** How long a repeat waits for a running first attempt (IDEMPOTENCY_WAIT). */
-  readonly wait: Duration.Duration
-  readonly policy: Idempotency.Policy
-  /** How often the API process purges expired records. */
-  readonly purgeEvery: Duration.Duration
-}
-
-/** Defaults per docs/operations.md "Settings"; the API process provides IDEMPOTENCY_WAIT. */
-export const IdempotencyConfig = Context.Reference<IdempotencyConfigShape>("school/persistence/IdempotencyStore/Config", {
-  defaultValue: () => ({
-    wait: Idempotency.DEFAULT_WAIT,
-    policy: Idempotency.DEFAULT_POLICY,
-    purgeEvery: Duration.minutes(10)
-  })
-})
+/** How often the API process purges expired records. */
+const PURGE_EVERY = Duration.minutes(10)
 
 /** Which operation a key names (docs/development.md "libs/persistence": every query takes the caller's school). */
 export interface KeyScope {
@@ -113,28 +100,32 @@ const ClaimRow = Schema.Struct({
   /** Whether a session holds the record's owner lock; null when not asked (completed, or no lock named). */
   owner_running: Schema.NullOr(Schema.Boolean)
 })
-/** The statement selects from `VALUES (1)`, so there is always one row. */
-const decodeClaim = Schema.decodeUnknownEffect(Schema.Tuple([ClaimRow]))
+
+/** A statement of one attempt: the key's scope and the attempt's token. */
+const AttemptKey = Schema.Struct({
+  schoolId: Ids.SchoolId,
+  key: Schema.String,
+  operation: Schema.String,
+  token: Schema.String
+})
 
 const ownerOf = (running: boolean | null): Idempotency.Owner =>
   running === null ? "unknown" : running ? "running" : "gone"
 
-/** What `complete` reports: whether it stored the response (one row). */
-const decodeCompleted = Schema.decodeUnknownEffect(Schema.Tuple([Schema.Struct({ completed: Schema.Boolean })]))
-
-/** The purge statement's count of deleted rows: one row. */
-const decodePurged = Schema.decodeUnknownEffect(Schema.Tuple([Schema.Struct({ n: Schema.Int })]))
+/** What `complete` stores: the response of the attempt. */
+const Completion = Schema.Struct({ ...AttemptKey.fields, status: Schema.Int, body: Schema.Uint8Array })
 
 /** Rows deleted per purge statement, so one purge never holds a long lock. */
 const PURGE_BATCH = 10_000
 
 export class IdempotencyStore extends Context.Service<IdempotencyStore, {
   /**
-   * Claims the key, or finds what to replay, waiting up to the configured
-   * wait for a running attempt. A claimed attempt keeps its connection until
-   * the scope closes.
+   * Claims the key, or finds what to replay, waiting up to `wait` for a
+   * running attempt (IDEMPOTENCY_WAIT, which the API's idempotency
+   * middleware reads). A claimed attempt keeps its connection until the
+   * scope closes.
    */
-  acquire(scope: KeyScope): Effect.Effect<Acquired, never, Scope.Scope>
+  acquire(scope: KeyScope, wait: Duration.Duration): Effect.Effect<Acquired, never, Scope.Scope>
   /** Deletes records older than the retention; returns how many. */
   readonly purge: Effect.Effect<number>
 }>()("school/persistence/IdempotencyStore") {
@@ -142,9 +133,8 @@ export class IdempotencyStore extends Context.Service<IdempotencyStore, {
     IdempotencyStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const config = yield* IdempotencyConfig
-      const waitMs = Duration.toMillis(config.wait)
-      const retentionSeconds = config.policy.retentionMs / 1000
+      const policy = Idempotency.DEFAULT_POLICY
+      const retentionSeconds = policy.retentionMs / 1000
 
       /**
        * Runs `effect`'s statements on `connection`: the client's transaction
@@ -164,28 +154,30 @@ export class IdempotencyStore extends Context.Service<IdempotencyStore, {
       // crash only frees the key, and the operation's own commit, which is
       // synchronous, flushes it anyway. A fresh write then waits for one
       // flush, not two.
-      const claim = (scope: KeyScope, token: string) =>
-        sql`
-          WITH claimed AS (
-            INSERT INTO idempotency_keys (school_id, key, operation, token, owner_lock)
-            VALUES (${scope.schoolId}, ${scope.key}, ${scope.operation}, ${token}::uuid, hashtextextended(${token}, 0))
-            ON CONFLICT (school_id, key, operation) DO NOTHING
-            RETURNING pg_try_advisory_lock(owner_lock) AS locked
-          )
-          SELECT EXISTS (SELECT 1 FROM claimed) AS claimed,
-                 k.token::text AS token, k.completed_at IS NOT NULL AS completed,
-                 k.status_code::int AS status_code, k.response_body,
-                 (extract(epoch FROM now() - k.claimed_at) * 1000)::float8 AS age_ms,
-                 CASE WHEN k.completed_at IS NULL AND k.owner_lock IS NOT NULL
-                      THEN NOT pg_try_advisory_xact_lock(k.owner_lock) END AS owner_running,
-                 set_config('synchronous_commit', 'off', true) AS async_commit
-          FROM (VALUES (1)) AS one (x)
-          LEFT JOIN idempotency_keys k
-            ON k.school_id = ${scope.schoolId} AND k.key = ${scope.key} AND k.operation = ${scope.operation}`.pipe(
-          Effect.flatMap(decodeClaim),
-          Effect.map(([row]) => row),
-          Effect.orDie
-        )
+      // The statement selects from `VALUES (1)`, so there is always one row.
+      const claimKey = SqlSchema.findOne({
+        Request: AttemptKey,
+        Result: ClaimRow,
+        execute: ({ key, operation, schoolId, token }) =>
+          sql`
+            WITH claimed AS (
+              INSERT INTO idempotency_keys (school_id, key, operation, token, owner_lock)
+              VALUES (${schoolId}, ${key}, ${operation}, ${token}::uuid, hashtextextended(${token}, 0))
+              ON CONFLICT (school_id, key, operation) DO NOTHING
+              RETURNING pg_try_advisory_lock(owner_lock) AS locked
+            )
+            SELECT EXISTS (SELECT 1 FROM claimed) AS claimed,
+                   k.token::text AS token, k.completed_at IS NOT NULL AS completed,
+                   k.status_code::int AS status_code, k.response_body,
+                   (extract(epoch FROM now() - k.claimed_at) * 1000)::float8 AS age_ms,
+                   CASE WHEN k.completed_at IS NULL AND k.owner_lock IS NOT NULL
+                        THEN NOT pg_try_advisory_xact_lock(k.owner_lock) END AS owner_running,
+                   set_config('synchronous_commit', 'off', true) AS async_commit
+            FROM (VALUES (1)) AS one (x)
+            LEFT JOIN idempotency_keys k
+              ON k.school_id = ${schoolId} AND k.key = ${key} AND k.operation = ${operation}`
+      })
+      const claim = (scope: KeyScope, token: string) => claimKey({ ...scope, token }).pipe(Effect.orDie)
 
       // Compare-and-set on the token (and the completion state) that was seen;
       // the winner takes the new claim's owner lock in its session.
@@ -204,19 +196,25 @@ export class IdempotencyStore extends Context.Service<IdempotencyStore, {
       // free then either finds the record completed or, should the COMMIT fail,
       // rightly takes the key over; its take-over compares the token and the
       // completion state on the row it waited for, so it cannot undo a commit.
+      // One row: whether it stored the response.
+      const completeKey = SqlSchema.findOne({
+        Request: Completion,
+        Result: Schema.Struct({ completed: Schema.Boolean }),
+        execute: ({ body, key, operation, schoolId, status, token }) =>
+          sql`
+            WITH done AS (
+              UPDATE idempotency_keys
+              SET completed_at = now(), status_code = ${status}, response_body = ${body}
+              WHERE school_id = ${schoolId} AND key = ${key} AND operation = ${operation}
+                AND token = ${token}::uuid AND completed_at IS NULL
+              RETURNING 1
+            )
+            SELECT d.n = 1 AS completed, pg_advisory_unlock(hashtextextended(${token}, 0)) AS unlocked
+            FROM (SELECT count(*)::int AS n FROM done) AS d`
+      })
       const complete = (scope: KeyScope, token: string, response: StoredResponse) =>
-        sql`
-          WITH done AS (
-            UPDATE idempotency_keys
-            SET completed_at = now(), status_code = ${response.status}, response_body = ${response.body}
-            WHERE school_id = ${scope.schoolId} AND key = ${scope.key} AND operation = ${scope.operation}
-              AND token = ${token}::uuid AND completed_at IS NULL
-            RETURNING 1
-          )
-          SELECT d.n = 1 AS completed, pg_advisory_unlock(hashtextextended(${token}, 0)) AS unlocked
-          FROM (SELECT count(*)::int AS n FROM done) AS d`.pipe(
-          Effect.flatMap(decodeCompleted),
-          Effect.map(([row]) => row.completed),
+        completeKey({ ...scope, token, status: response.status, body: response.body }).pipe(
+          Effect.map((row) => row.completed),
           Effect.orDie
         )
 
@@ -241,9 +239,12 @@ export class IdempotencyStore extends Context.Service<IdempotencyStore, {
         }
       }
 
-      const acquire = Effect.fnUntraced(function*(scope: KeyScope): Effect.fn.Return<Acquired, never, Scope.Scope> {
+      const acquire = Effect.fn("IdempotencyStore.acquire")(function*(
+        scope: KeyScope,
+        wait: Duration.Duration
+      ): Effect.fn.Return<Acquired, never, Scope.Scope> {
         const attempts = yield* Scope.Scope
-        const deadline = (yield* Clock.currentTimeMillis) + waitMs
+        const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(wait)
         let polls = 0
         while (true) {
           // A connection per look; kept (until `attempts` closes) only by the look that claims.
@@ -255,7 +256,7 @@ export class IdempotencyStore extends Context.Service<IdempotencyStore, {
           if (row.claimed) return { _tag: "Claimed", attempt: attemptOn(connection, scope, token) }
           if (row.token !== null && row.completed !== null && row.age_ms !== null) {
             const found = { completed: row.completed, ageMs: row.age_ms, owner: ownerOf(row.owner_running) }
-            const decision = Idempotency.decide(found, config.policy)
+            const decision = Idempotency.decide(found, policy)
             if (decision === "replay" && row.status_code !== null && row.response_body !== null) {
               yield* Scope.close(lease, Exit.void)
               return { _tag: "Replay", response: { status: row.status_code, body: row.response_body } }
@@ -265,28 +266,31 @@ export class IdempotencyStore extends Context.Service<IdempotencyStore, {
             }
           }
           yield* Scope.close(lease, Exit.void)
-          // Waiting (spec 4.3 rule 2), or the record changed under us: look again until the deadline.
+          // Waiting for the running first attempt, or the record changed under us: look again until the deadline.
           const now = yield* Clock.currentTimeMillis
           if (now >= deadline) return { _tag: "InProgress" }
           yield* Effect.sleep(Duration.millis(Math.min(Idempotency.pollDelayMs(polls++), deadline - now)))
         }
       })
 
-      const purgeBatch = sql`
-        WITH gone AS (
-          DELETE FROM idempotency_keys
-          WHERE ctid = ANY (ARRAY(
-            SELECT ctid FROM idempotency_keys
-            WHERE claimed_at < now() - make_interval(secs => ${retentionSeconds})
-            LIMIT ${PURGE_BATCH}
-          ))
-          RETURNING 1
-        )
-        SELECT count(*)::int AS n FROM gone`.pipe(
-        Effect.flatMap(decodePurged),
-        Effect.map(([{ n }]) => n),
-        Effect.orDie
-      )
+      // One row: the count of deleted rows.
+      const purgeOnce = SqlSchema.findOne({
+        Request: Schema.Void,
+        Result: Schema.Struct({ n: Schema.Int }),
+        execute: () =>
+          sql`
+            WITH gone AS (
+              DELETE FROM idempotency_keys
+              WHERE ctid = ANY (ARRAY(
+                SELECT ctid FROM idempotency_keys
+                WHERE claimed_at < now() - make_interval(secs => ${retentionSeconds})
+                LIMIT ${PURGE_BATCH}
+              ))
+              RETURNING 1
+            )
+            SELECT count(*)::int AS n FROM gone`
+      })
+      const purgeBatch = purgeOnce().pipe(Effect.map(({ n }) => n), Effect.orDie)
 
       const purge = Effect.gen(function*() {
         let total = 0
@@ -295,7 +299,7 @@ export class IdempotencyStore extends Context.Service<IdempotencyStore, {
           total += n
           if (n < PURGE_BATCH) return total
         }
-      })
+      }).pipe(Effect.withSpan("IdempotencyStore.purge"))
 
       return IdempotencyStore.of({ acquire, purge })
     })
@@ -304,15 +308,14 @@ export class IdempotencyStore extends Context.Service<IdempotencyStore, {
 
 /**
  * The API process's purge job (docs/decisions.md "Idempotency": records
- * older than 24 hours are purged): at start and then every `purgeEvery`. A
+ * older than 24 hours are purged): at start and then every PURGE_EVERY. A
  * failed run is logged and the next one tries again.
  */
 export const IdempotencyPurge = Layer.effectDiscard(Effect.gen(function*() {
   const store = yield* IdempotencyStore
-  const config = yield* IdempotencyConfig
   const run = store.purge.pipe(
     Effect.tap((n) => n > 0 ? Effect.logInfo("purged expired idempotency records", { count: n }) : Effect.void),
     Effect.catchCause((cause) => Effect.logWarning("idempotency purge failed", cause))
   )
-  yield* Effect.forkScoped(Effect.repeat(run, Schedule.spaced(config.purgeEvery)))
+  yield* Effect.forkScoped(Effect.repeat(run, Schedule.spaced(PURGE_EVERY)))
 })).pipe(Layer.provide(IdempotencyStore.layer))

@@ -1,9 +1,8 @@
 /**
  * Each employee's inbox in the back office (docs/back-office.md
- * "GET /notifications", "POST /notifications/{id}/read", "GET /tasks"):
- * their notifications, newest first, with the count still unread; marking
- * one read (the first read time stays); and the tasks the funnel automation
- * made (spec part 3): an employee's own, or every task of the school for
+ * "Leads, funnels and tasks"): their notifications, newest first, with the
+ * count still unread; marking one read (the first read time stays); and the
+ * tasks the funnel automation made: an employee's own, or every task of the school for
  * full access, unassigned ones included. Rows are written elsewhere: tasks
  * and `task_assigned` notifications by a lead's move (Leads.ts), the
  * dispatcher's `subscription_problematic` notifications by the dispatcher.
@@ -11,13 +10,14 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as SqlClient from "effect/sql/SqlClient"
-import { type Ids, Leads as LeadRules, Pagination } from "@school/domain"
-import * as BackOfficeErrors from "@school/domain/BackOfficeErrors"
+import * as SqlSchema from "effect/sql/SqlSchema"
+import { Ids, Leads as LeadRules, Pagination } from "@school/domain"
+import * as DomainErrors from "@school/domain/DomainErrors"
 import { type PageResult, pageReader } from "./Paging.ts"
-
-const decodeNotification = Schema.decodeUnknownEffect(LeadRules.Notification)
+import { named } from "./Spans.ts"
 
 /** The head every row of the notifications' page carries: both counts, and the row's id (NULL: empty page). */
 const NotificationsHead = Schema.Struct({ total: Schema.Int, unread: Schema.Int, id: Schema.NullOr(Schema.Int) })
@@ -37,12 +37,12 @@ export type TaskScope =
 export class Inbox extends Context.Service<Inbox, {
   /** The employee's notifications, newest first, and their unread count. */
   notifications(schoolId: Ids.SchoolId, employeeId: number, page: Pagination.PageRequest): Effect.Effect<NotificationsPage>
-  /** Marks the employee's own notification read; NOT_FOUND for anyone else's or a missing one. */
+  /** Marks the employee's own notification read; `NotificationNotFound` for anyone else's or a missing one. */
   markRead(
     schoolId: Ids.SchoolId,
     employeeId: number,
     id: LeadRules.NotificationId
-  ): Effect.Effect<LeadRules.Notification, BackOfficeErrors.NotFound>
+  ): Effect.Effect<LeadRules.Notification, DomainErrors.NotificationNotFound>
   /** Tasks by ascending id. */
   tasks(schoolId: Ids.SchoolId, scope: TaskScope, page: Pagination.PageRequest): Effect.Effect<PageResult<LeadRules.Task>>
 }>()("school/persistence/Inbox") {
@@ -72,19 +72,23 @@ export class Inbox extends Context.Service<Inbox, {
           return { items, total: head.total, unread: head.unread }
         }).pipe(Effect.orDie)
 
-      const markRead = Effect.fnUntraced(function*(
+      const markOneRead = SqlSchema.findOneOption({
+        Request: Schema.Struct({ school_id: Ids.SchoolId, employee_id: Schema.Number, id: LeadRules.NotificationId }),
+        Result: LeadRules.Notification,
+        execute: ({ employee_id, id, school_id }) =>
+          sql`
+            UPDATE notifications SET read_at = coalesce(read_at, clock_timestamp())
+            WHERE school_id = ${school_id} AND employee_id = ${employee_id}::int AND id = ${id}::int
+            RETURNING ${notificationColumns}`
+      })
+      const markRead = Effect.fn("Inbox.markRead")(function*(
         schoolId: Ids.SchoolId,
         employeeId: number,
         id: LeadRules.NotificationId
       ) {
-        const rows = yield* sql`
-          UPDATE notifications SET read_at = coalesce(read_at, clock_timestamp())
-          WHERE school_id = ${schoolId} AND employee_id = ${employeeId}::int AND id = ${id}::int
-          RETURNING ${notificationColumns}`.pipe(Effect.orDie)
-        if (rows[0] === undefined) {
-          return yield* new BackOfficeErrors.NotFound({ message: `Notification ${id} does not exist.` })
-        }
-        return yield* Effect.orDie(decodeNotification(rows[0]))
+        const marked = yield* Effect.orDie(markOneRead({ school_id: schoolId, employee_id: employeeId, id }))
+        if (Option.isNone(marked)) return yield* new DomainErrors.NotificationNotFound({ notificationId: id })
+        return marked.value
       })
 
       const readTasks = pageReader(sql, LeadRules.Task)
@@ -100,7 +104,11 @@ export class Inbox extends Context.Service<Inbox, {
         )
       }
 
-      return Inbox.of({ notifications, markRead, tasks })
+      return Inbox.of({
+        notifications: named("Inbox.notifications", notifications),
+        markRead,
+        tasks: named("Inbox.tasks", tasks)
+      })
     })
   )
 }

@@ -1,8 +1,10 @@
 /**
- * Leads of one school (spec 2.2, 3, 4.3 rule 5): the ONE statement that
+ * Leads of one school (docs/integrators.md "Writing"; docs/back-office.md
+ * "Leads, funnels and tasks"): the ONE statement that
  * creates a lead, for the public POST /leads and the back office's alike:
  * the lead in the lowest-priority status of its funnel, its `lead.created`
- * event in the outbox, no funnel automation (spec part 3), in one statement
+ * event in the outbox, no funnel automation (only a move runs it), in one
+ * statement
  * (one round trip, and one transaction with the idempotency record the
  * public caller writes). A lead created through the public API has no
  * responsible employee; the back office may name one.
@@ -19,12 +21,13 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as SqlClient from "effect/sql/SqlClient"
-import { Errors, type Ids, Leads as LeadRules, Pagination } from "@school/domain"
-import * as BackOfficeErrors from "@school/domain/BackOfficeErrors"
+import * as SqlSchema from "effect/sql/SqlSchema"
+import { Ids, Leads as LeadRules, Pagination } from "@school/domain"
+import * as DomainErrors from "@school/domain/DomainErrors"
 import { insertEvents } from "./Outbox.ts"
 import { type PageResult, pageReader } from "./Paging.ts"
+import { named } from "./Spans.ts"
 
-const decodeLead = Schema.decodeUnknownEffect(LeadRules.Lead)
 const decodeCrmLead = Schema.decodeUnknownEffect(LeadRules.CrmLead)
 
 /** What the creating statement found, beside the lead's columns (NULL when none was made). */
@@ -45,46 +48,41 @@ const MoveRead = Schema.Struct({
   target_id: Schema.NullOr(Schema.Int),
   auto_task_title: Schema.NullOr(Schema.String)
 })
-const decodeMoveRead = Schema.decodeUnknownEffect(MoveRead)
 
-/** Why a creation was refused, when it was. */
-interface Refusal {
-  readonly funnel: boolean
-  readonly responsible: boolean
-}
+/** A lead of a school. */
+const LeadKey = Schema.Struct({ school_id: Ids.SchoolId, lead_id: Ids.LeadId })
 
-const funnelMessage = (funnelId: number) =>
-  funnelId === LeadRules.MAIN_FUNNEL
-    ? "The school has no main funnel with statuses."
-    : `Funnel ${funnelId} does not exist in this school.`
+/** A move's write: the target status, and the task and notification its automation makes (`LeadRules.MovePlan`). */
+const MoveWrite = Schema.Struct({
+  ...LeadKey.fields,
+  target_id: Schema.Number,
+  task: Schema.Option(Schema.Struct({ title: Schema.String, assigneeId: Schema.NullOr(Schema.Number) })),
+  notification: Schema.Option(Schema.Struct({ employeeId: Schema.Number, message: Schema.String }))
+})
 
 export class Leads extends Context.Service<Leads, {
   /**
-   * POST /leads of the public API: funnel_not_found when a non-zero funnel is
-   * not the school's (or the school has no usable funnel). No responsible.
+   * POST /leads of both APIs: the lead as the back office shows it (with its
+   * responsible; the public API shows the `LeadRules.Lead` part of it), or
+   * `ReferencesNotFound` naming what is not the school's: the funnel
+   * (`funnel_id`; 0 when the school has no main funnel with statuses), the
+   * responsible employee (`responsible_id`), or both. The public API names
+   * no responsible.
    */
-  create(schoolId: Ids.SchoolId, lead: LeadRules.NewLead): Effect.Effect<LeadRules.Lead, Errors.FunnelNotFound>
-  /**
-   * POST /leads of the back office: the same statement and rules, with the
-   * responsible employee; a funnel or a responsible that is not the
-   * school's is 422 VALIDATION_FAILED on that field (both at once when both).
-   */
-  createInCrm(
-    schoolId: Ids.SchoolId,
-    lead: LeadRules.NewLead
-  ): Effect.Effect<LeadRules.CrmLead, BackOfficeErrors.ValidationFailed>
-  /** The school's general lead list (spec 2.2): every lead, API leads included, by ascending id. */
+  create(schoolId: Ids.SchoolId, lead: LeadRules.NewLead): Effect.Effect<LeadRules.CrmLead, DomainErrors.ReferencesNotFound>
+  /** The school's general lead list: every lead, API leads included, by ascending id. */
   list(schoolId: Ids.SchoolId, page: Pagination.PageRequest): Effect.Effect<PageResult<LeadRules.CrmLead>>
   /**
-   * POST /leads/{id}/status: NOT_FOUND when the lead is not the school's;
-   * VALIDATION_FAILED (status_id) when the status is not of the lead's
-   * funnel. Runs the target status's automation once (spec part 3).
+   * POST /leads/{id}/status: `LeadNotFound` when the lead is not the
+   * school's; `StatusNotInFunnel` when the status is not of the lead's
+   * funnel. Runs the target status's automation once (docs/back-office.md
+   * "Leads, funnels and tasks").
    */
   move(
     schoolId: Ids.SchoolId,
     leadId: Ids.LeadId,
     statusId: LeadRules.PipelineStatusId
-  ): Effect.Effect<LeadRules.CrmLead, BackOfficeErrors.NotFound | BackOfficeErrors.ValidationFailed>
+  ): Effect.Effect<LeadRules.CrmLead, DomainErrors.LeadNotFound | DomainErrors.StatusNotInFunnel>
 }>()("school/persistence/Leads") {
   static readonly layer = Layer.effect(
     Leads,
@@ -99,17 +97,17 @@ export class Leads extends Context.Service<Leads, {
        * The one creating statement: the lead and its event, or nothing when
        * the funnel (or the named responsible) is not the school's; then why.
        */
-      const insert = Effect.fnUntraced(function*(schoolId: Ids.SchoolId, lead: LeadRules.NewLead) {
+      const create = Effect.fn("Leads.create")(function*(schoolId: Ids.SchoolId, lead: LeadRules.NewLead) {
         const isMain = lead.funnelId === LeadRules.MAIN_FUNNEL
         const responsibleId = lead.responsibleId ?? null
-        // spec 2.2: 0 is the main funnel, stored as NULL (a placeholder, not a foreign key).
+        // funnel_id 0 is the main funnel (docs/integrators.md "Writing"), stored as NULL (a placeholder, not a foreign key).
         const funnel = isMain ? sql`f.is_main` : sql`f.id = ${lead.funnelId}::int`
         const responsible = responsibleId === null
           ? sql`true`
           : sql`EXISTS (SELECT 1 FROM employees WHERE school_id = ${schoolId} AND id = ${responsibleId}::int)`
         const rows = yield* sql`
           WITH status AS (
-            -- spec 2.2: the status with the lowest priority value (LeadRules.lowestPriorityStatus)
+            -- the status with the lowest priority value (LeadRules.lowestPriorityStatus)
             SELECT ps.id
             FROM funnels f
             JOIN pipeline_statuses ps ON ps.school_id = f.school_id AND ps.funnel_id = f.id
@@ -130,7 +128,7 @@ export class Leads extends Context.Service<Leads, {
           insertEvents(sql, {
             schoolId,
             event: "lead.created",
-            // spec 6.3, 4.3 rule 5: the same name, phone and source as the lead.
+            // docs/integrators.md "lead.created": the same name, phone and source as the lead.
             payload: sql`json_build_object('lead_id', id, 'name', name, 'phone', phone, 'source', source)`,
             from: sql`l`
           })
@@ -141,35 +139,17 @@ export class Leads extends Context.Service<Leads, {
         // One row: `checks` has exactly one.
         const outcome = yield* Effect.orDie(decodeCreateOutcome(rows[0]))
         if (outcome.id === null) {
-          const refusal: Refusal = { funnel: !outcome.funnel_found, responsible: !outcome.responsible_found }
-          return { _tag: "Refused", refusal } as const
-        }
-        return { _tag: "Created", row: rows[0] } as const
-      })
-
-      const create = Effect.fnUntraced(function*(schoolId: Ids.SchoolId, lead: LeadRules.NewLead) {
-        // The public API never names a responsible (spec 2.2).
-        const result = yield* insert(schoolId, { ...lead, responsibleId: null })
-        if (result._tag === "Refused") {
-          return yield* new Errors.FunnelNotFound({ message: funnelMessage(lead.funnelId) })
-        }
-        return yield* Effect.orDie(decodeLead(result.row))
-      })
-
-      const createInCrm = Effect.fnUntraced(function*(schoolId: Ids.SchoolId, lead: LeadRules.NewLead) {
-        const result = yield* insert(schoolId, lead)
-        if (result._tag === "Refused") {
-          const fields: Record<string, Array<string>> = {}
-          if (result.refusal.funnel) fields["funnel_id"] = [funnelMessage(lead.funnelId)]
-          if (result.refusal.responsible) {
-            fields["responsible_id"] = [`Employee ${lead.responsibleId} does not exist in this school.`]
+          const missing: Array<DomainErrors.MissingReference> = []
+          if (!outcome.funnel_found) missing.push({ field: "funnel_id", entity: "funnel", id: lead.funnelId })
+          if (!outcome.responsible_found && responsibleId !== null) {
+            missing.push({ field: "responsible_id", entity: "employee", id: responsibleId })
           }
-          return yield* new BackOfficeErrors.ValidationFailed({
-            message: `Invalid request body: ${Object.keys(fields).join(", ")}`,
-            fields
-          })
+          const [first, ...rest] = missing
+          // No lead was made only when the funnel or the responsible is missing.
+          if (first === undefined) return yield* Effect.die(new Error("Leads.create: no lead made and nothing missing"))
+          return yield* new DomainErrors.ReferencesNotFound({ references: [first, ...rest] })
         }
-        return yield* Effect.orDie(decodeCrmLead(result.row))
+        return yield* Effect.orDie(decodeCrmLead(rows[0]))
       })
 
       const readLeads = pageReader(sql, LeadRules.CrmLead)
@@ -182,68 +162,79 @@ export class Leads extends Context.Service<Leads, {
         )
       }
 
-      const move = (schoolId: Ids.SchoolId, leadId: Ids.LeadId, statusId: LeadRules.PipelineStatusId) =>
-        Effect.gen(function*() {
-          // The lead's row lock orders concurrent moves: a second move waits, then reads the first one's status.
-          const read = yield* sql`
+      // The lead's row lock orders concurrent moves: a second move waits, then reads the first one's status.
+      const readForMove = SqlSchema.findOneOption({
+        Request: Schema.Struct({ ...LeadKey.fields, status_id: LeadRules.PipelineStatusId }),
+        Result: MoveRead,
+        execute: ({ lead_id, school_id, status_id }) =>
+          sql`
             SELECT l.id, l.name, l.phone, l.pipeline_status_id, l.responsible_id,
                    ps.id AS target_id, ps.auto_task_title
             FROM leads l
             LEFT JOIN pipeline_statuses ps
-              ON ps.school_id = l.school_id AND ps.id = ${statusId}::int
+              ON ps.school_id = l.school_id AND ps.id = ${status_id}::int
              AND ps.funnel_id = coalesce(
                    l.funnel_id,
-                   (SELECT f.id FROM funnels f WHERE f.school_id = ${schoolId} AND f.is_main))
-            WHERE l.school_id = ${schoolId} AND l.id = ${leadId}::int
-            FOR UPDATE OF l`.pipe(Effect.orDie)
-          if (read[0] === undefined) {
-            return yield* new BackOfficeErrors.NotFound({ message: `Lead ${leadId} does not exist.` })
-          }
-          const lead = yield* Effect.orDie(decodeMoveRead(read[0]))
-          if (lead.target_id === null) {
-            return yield* new BackOfficeErrors.ValidationFailed({
-              message: "Invalid request body: status_id",
-              fields: { status_id: [`Status ${statusId} is not a status of lead ${leadId}'s funnel.`] }
-            })
-          }
-          const plan = LeadRules.automation(lead, { id: lead.target_id, auto_task_title: lead.auto_task_title })
-          if (!plan.moved) {
-            // spec part 3: the status it is already in: nothing runs.
-            const rows = yield* sql`SELECT ${leadColumns} FROM leads l WHERE l.school_id = ${schoolId} AND l.id = ${leadId}::int`
-              .pipe(Effect.orDie)
-            return yield* Effect.orDie(decodeCrmLead(rows[0]))
-          }
-          const task = Option.match(plan.task, {
+                   (SELECT f.id FROM funnels f WHERE f.school_id = ${school_id} AND f.is_main))
+            WHERE l.school_id = ${school_id} AND l.id = ${lead_id}::int
+            FOR UPDATE OF l`
+      })
+      const readLead = SqlSchema.findOne({
+        Request: LeadKey,
+        Result: LeadRules.CrmLead,
+        execute: ({ lead_id, school_id }) =>
+          sql`SELECT ${leadColumns} FROM leads l WHERE l.school_id = ${school_id} AND l.id = ${lead_id}::int`
+      })
+      const moveLead = SqlSchema.findOne({
+        Request: MoveWrite,
+        Result: LeadRules.CrmLead,
+        execute: ({ lead_id, notification, school_id, target_id, task }) => {
+          const taskRow = Option.match(task, {
             onNone: () => sql``,
             onSome: (task) =>
               sql`, task AS (
                 INSERT INTO tasks (school_id, title, lead_id, assignee_id)
-                SELECT ${schoolId}, ${task.title}::text, l.id, ${task.assigneeId}::int FROM l
+                SELECT ${school_id}, ${task.title}::text, l.id, ${task.assigneeId}::int FROM l
                 RETURNING id
               )`
           })
-          const notification = Option.isSome(plan.task)
-            ? Option.match(plan.notification, {
+          const notified = Option.isSome(task)
+            ? Option.match(notification, {
               onNone: () => sql``,
               onSome: (notification) =>
                 sql`, notified AS (
                   INSERT INTO notifications (school_id, employee_id, kind, message, task_id)
-                  SELECT ${schoolId}, ${notification.employeeId}::int, 'task_assigned', ${notification.message}::text, task.id
+                  SELECT ${school_id}, ${notification.employeeId}::int, 'task_assigned', ${notification.message}::text, task.id
                   FROM task
                 )`
             })
             : sql``
-          const rows = yield* sql`
+          return sql`
             WITH l AS (
-              UPDATE leads SET pipeline_status_id = ${lead.target_id}::int, updated_at = clock_timestamp()
-              WHERE school_id = ${schoolId} AND id = ${leadId}::int
+              UPDATE leads SET pipeline_status_id = ${target_id}::int, updated_at = clock_timestamp()
+              WHERE school_id = ${school_id} AND id = ${lead_id}::int
               RETURNING *
-            )${task}${notification}
-            SELECT ${leadColumns} FROM l`.pipe(Effect.orDie)
-          return yield* Effect.orDie(decodeCrmLead(rows[0]))
+            )${taskRow}${notified}
+            SELECT ${leadColumns} FROM l`
+        }
+      })
+
+      const move = (schoolId: Ids.SchoolId, leadId: Ids.LeadId, statusId: LeadRules.PipelineStatusId) =>
+        Effect.gen(function*() {
+          const key = { school_id: schoolId, lead_id: leadId }
+          const read = yield* Effect.orDie(readForMove({ ...key, status_id: statusId }))
+          if (Option.isNone(read)) return yield* new DomainErrors.LeadNotFound({ leadId })
+          const lead = read.value
+          if (lead.target_id === null) return yield* new DomainErrors.StatusNotInFunnel({ leadId, statusId })
+          const plan = LeadRules.automation(lead, { id: lead.target_id, auto_task_title: lead.auto_task_title })
+          // The status it is already in: nothing runs (only a move runs the automation).
+          if (!plan.moved) return yield* Effect.orDie(readLead(key))
+          return yield* Effect.orDie(
+            moveLead({ ...key, target_id: lead.target_id, task: plan.task, notification: plan.notification })
+          )
         }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
 
-      return Leads.of({ create, createInCrm, list, move })
+      return Leads.of({ create, list: named("Leads.list", list), move: named("Leads.move", move) })
     })
   )
 }

@@ -17,6 +17,7 @@ import * as BackOffice from "./migrations/0510_back_office.ts"
 import * as FirstAttended from "./migrations/0540_attendance_first_attended.ts"
 import * as Dispatcher from "./migrations/0600_dispatcher.ts"
 import * as FairDelivery from "./migrations/0700_fair_delivery.ts"
+import * as OutboxTraceparent from "./migrations/0800_outbox_traceparent.ts"
 
 /** A migration that runs its statements one by one. */
 export const fromStatements = (statements: ReadonlyArray<string>) =>
@@ -38,7 +39,8 @@ export const migrations = {
   "0510_back_office": fromStatements(BackOffice.statements),
   "0540_attendance_first_attended": fromStatements(FirstAttended.statements),
   "0600_dispatcher": fromStatements(Dispatcher.statements),
-  "0700_fair_delivery": fromStatements(FairDelivery.statements)
+  "0700_fair_delivery": fromStatements(FairDelivery.statements),
+  "0800_outbox_traceparent": fromStatements(OutboxTraceparent.statements)
 }
 
 /** Applies every pending migration; returns the ones it applied. */

@@ -23,7 +23,9 @@ const decodeHead = Schema.decodeUnknownEffect(Head)
  * JOIN LATERAL (<page>) p ON true`: `count` must select one `total` column
  * (`count(*)::int`); `page` must order and window its rows. Rows decode with
  * `row` (the `total` column is dropped as an unknown key); SQL and decode
- * failures are defects: the service speaks only domain errors.
+ * failures are defects: the service speaks only domain errors. Decoded by
+ * hand, not through `SqlSchema`: the rows are of two shapes (an empty page
+ * is one row of the total and NULLs) and the statement is the caller's.
  */
 export const pageReader = <S extends Schema.Constraint>(sql: SqlClient.SqlClient, row: S) => {
   const decodeItems = Schema.decodeUnknownEffect(Schema.Array(row))
@@ -88,8 +90,8 @@ export const countedTotal = (sql: SqlClient.SqlClient, table: "students" | "paym
   sql`SELECT coalesce((SELECT n::int FROM row_counts WHERE school_id = ${schoolId} AND table_name = ${table}), 0) AS total`
 
 /**
- * The WHERE of a school's list with an optional `updated_since` (spec 4.3
- * rule 4): `>=` the instant, passed to Postgres as the UTC text the request
+ * The WHERE of a school's list with an optional `updated_since`
+ * (docs/integrators.md "Keeping a copy in sync"): `>=` the instant, passed to Postgres as the UTC text the request
  * schema decoded it to (`Timestamps.IsoInstant`: `YYYY-MM-DDTHH:MM:SS.ffffffZ`,
  * years 1 to 9999), which PostgreSQL always reads and which keeps the
  * microseconds; legacy rows (updated_at NULL) never match.
@@ -103,7 +105,7 @@ export const updatedSinceFilter = (
     ? sql`school_id = ${schoolId}`
     : sql`school_id = ${schoolId} AND updated_at >= ${updatedSince}::timestamptz`
 
-/** A list request of a table clients sync from (spec 4.3 rule 4): a page or a cursor, and `updated_since` when given. */
+/** A list request of a table clients sync from (docs/integrators.md "Keeping a copy in sync"): a page or a cursor, and `updated_since` when given. */
 export interface SyncedListRequest {
   readonly page: Pagination.ListRequest
   /** An instant already validated by the API (libs/domain Timestamps). */

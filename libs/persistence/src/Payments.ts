@@ -1,4 +1,4 @@
-/** Payments of one school, as the public API reads them (spec 2.4). */
+/** Payments of one school, as the public API reads them (docs/integrators.md "Reading"). */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -6,6 +6,7 @@ import * as Schema from "effect/Schema"
 import { type Ids, Models, Money, type Pagination } from "@school/domain"
 import * as SqlClient from "effect/sql/SqlClient"
 import { type SyncedListRequest, syncedListReader } from "./Paging.ts"
+import { named } from "./Spans.ts"
 
 const PaymentRow = Schema.Struct({
   ...Models.Payment.fields,
@@ -20,12 +21,15 @@ export class Payments extends Context.Service<Payments, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       return Payments.of({
-        list: syncedListReader(
-          sql,
-          PaymentRow,
-          "payments",
-          sql`t.id, t.student_id, t.amount_kopecks, t.payment_type, t.group_id, t.filial_id,
-              api_ts(t.paid_at) AS paid_at, api_ts(t.created_at) AS created_at, api_ts(t.updated_at) AS updated_at`
+        list: named(
+          "Payments.list",
+          syncedListReader(
+            sql,
+            PaymentRow,
+            "payments",
+            sql`t.id, t.student_id, t.amount_kopecks, t.payment_type, t.group_id, t.filial_id,
+                api_ts(t.paid_at) AS paid_at, api_ts(t.created_at) AS created_at, api_ts(t.updated_at) AS updated_at`
+          )
         )
       })
     })

@@ -1,6 +1,6 @@
 /**
- * The back office's writes of school records (docs/back-office.md; spec
- * 2.3, 2.4, 6.3, 6.4; docs/decisions.md "Resources", "Writes"): reference
+ * The back office's writes of school records (docs/back-office.md
+ * "Students and payments"; docs/decisions.md "Resources", "Writes"): reference
  * data (filials, subjects, programs, levels), groups, students, lessons,
  * attendance marks and payments. Enrollment is not here: both APIs use
  * Enrollments.enroll.
@@ -10,8 +10,9 @@
  * school's, and the webhook event (student.created, lesson.completed,
  * payment.received) is appended to the outbox in the same statement, so a
  * refused write leaves no row and no event. A reference that is not the
- * school's (missing, or another school's: the same answer) is 422
- * VALIDATION_FAILED on its field; every bad reference is reported at once.
+ * school's (missing, or another school's: the same answer) refuses the
+ * write with `ReferencesNotFound` naming its field; every bad reference is
+ * reported at once.
  * Every function takes the caller's SchoolId.
  */
 import * as Context from "effect/Context"
@@ -21,26 +22,33 @@ import * as Schema from "effect/Schema"
 import type { Statement } from "effect/sql"
 import * as SqlClient from "effect/sql/SqlClient"
 import { type Ids, Models, Money } from "@school/domain"
-import * as Errors from "@school/domain/BackOfficeErrors"
+import * as DomainErrors from "@school/domain/DomainErrors"
 import * as Rules from "@school/domain/SchoolRecords"
 import { insertEvents } from "./Outbox.ts"
+import { named } from "./Spans.ts"
 
-/** A reference a write names: the body field, whether it is the school's (a boolean SQL expression), and why not. */
+/** A reference a write names: the body field, whether it is the school's (a boolean SQL expression), and what it names. */
 interface Reference {
   readonly field: string
   readonly ok: Statement.Fragment
-  readonly message: string
+  readonly entity: DomainErrors.ReferencedEntity
+  /** null: none named (always the school's). */
+  readonly id: number | null
 }
 
 const Missing = Schema.Struct({ missing: Schema.Array(Schema.String) })
 const decodeMissing = Schema.decodeUnknownEffect(Missing)
 
+/** The refusal naming the `missing` fields' references, in the write's order of its references. */
 const refused = (references: ReadonlyArray<Reference>, missing: ReadonlyArray<string>) => {
-  const fields: Record<string, Array<string>> = {}
-  for (const reference of references) {
-    if (missing.includes(reference.field)) fields[reference.field] = [reference.message]
-  }
-  return new Errors.ValidationFailed({ message: `Invalid request body: ${missing.join(", ")}`, fields })
+  const named = references.flatMap(({ entity, field, id }) =>
+    id !== null && missing.includes(field) ? [{ field, entity, id }] : []
+  )
+  const [first, ...rest] = named
+  // Only a named reference (id not null) can be missing.
+  return first === undefined
+    ? Effect.die(new Error(`SchoolRecords: missing ${missing.join(", ")} names no reference`))
+    : Effect.fail(new DomainErrors.ReferencesNotFound({ references: [first, ...rest] }))
 }
 
 const StudentCardRow = Schema.Struct({
@@ -104,7 +112,7 @@ export interface NewPayment {
   readonly paidAt: string | null
 }
 
-type Refusal = Errors.ValidationFailed
+type Refusal = DomainErrors.ReferencesNotFound
 
 export class SchoolRecords extends Context.Service<SchoolRecords, {
   createFilial(schoolId: Ids.SchoolId, filial: { readonly name: string; readonly address: string | null }): Effect.Effect<typeof Models.Filial.Type>
@@ -118,22 +126,29 @@ export class SchoolRecords extends Context.Service<SchoolRecords, {
     level: { readonly name: string; readonly programId: number | null }
   ): Effect.Effect<typeof Models.Level.Type, Refusal>
   createGroup(schoolId: Ids.SchoolId, group: NewGroup): Effect.Effect<Models.Group, Refusal>
-  /** The student and its `student.created` (spec 6.3). */
+  /** The student and its `student.created` (docs/integrators.md "Event catalog"). */
   createStudent(schoolId: Ids.SchoolId, student: NewStudent): Effect.Effect<Models.StudentCard, Refusal>
   /** The lesson in its group's filial. */
   createLesson(schoolId: Ids.SchoolId, lesson: NewLesson): Effect.Effect<Models.Lesson, Refusal>
   /**
    * Sets a student's mark at a lesson (a second mark replaces the first);
    * `lesson.completed` when the mark becomes 1 for the first time
-   * (Rules.raisesLessonCompleted). NOT_FOUND: the lesson is not the school's.
+   * (Rules.raisesLessonCompleted). `LessonNotFound`: the lesson is not the
+   * school's; `ReferencesNotFound` (student_id): the student is not.
    */
   markAttendance(
     schoolId: Ids.SchoolId,
     lessonId: Rules.LessonId,
     mark: { readonly studentId: number; readonly visitStatus: Rules.VisitStatus }
-  ): Effect.Effect<Rules.AttendanceMark, Errors.NotFound | Refusal>
-  /** The payment, the student's balance and last-modified time, and `payment.received` (spec 6.3, 6.4). */
-  createPayment(schoolId: Ids.SchoolId, payment: NewPayment): Effect.Effect<Models.Payment, Refusal>
+  ): Effect.Effect<Rules.AttendanceMark, DomainErrors.LessonNotFound | Refusal>
+  /**
+   * The payment, the student's balance and last-modified time, and `payment.received` (docs/integrators.md "Event catalog").
+   * `BalanceLimitExceeded`: the balance would leave what a JSON number carries exactly.
+   */
+  createPayment(
+    schoolId: Ids.SchoolId,
+    payment: NewPayment
+  ): Effect.Effect<Models.Payment, Refusal | DomainErrors.BalanceLimitExceeded>
 }>()("school/persistence/SchoolRecords") {
   static readonly layer = Layer.effect(
     SchoolRecords,
@@ -146,13 +161,14 @@ export class SchoolRecords extends Context.Service<SchoolRecords, {
         field: string,
         table: "filials" | "subjects" | "programs" | "levels" | "employees" | "groups" | "students",
         id: number | null,
-        what: string
+        entity: DomainErrors.ReferencedEntity
       ): Reference => ({
         field,
         ok: id === null
           ? sql`true`
           : sql`EXISTS (SELECT 1 FROM ${sql(table)} WHERE school_id = ${schoolId} AND id = ${id}::int)`,
-        message: `${what} ${id} does not exist in this school.`
+        entity,
+        id
       })
 
       /** `checks.missing`: the fields whose reference is not the school's. */
@@ -195,7 +211,7 @@ export class SchoolRecords extends Context.Service<SchoolRecords, {
             SELECT ${schoolId}, ${filial.name}::text, ${filial.address}::text FROM checks WHERE checks.ok
             RETURNING *)`,
           sql`r.id, r.name, r.address`
-        ).pipe(Effect.catchTag("BackOfficeValidationFailed", Effect.die))
+        ).pipe(Effect.catchTag("ReferencesNotFound", Effect.die))
 
       const createSubject = (schoolId: Ids.SchoolId, subject: { readonly name: string }) =>
         checkedWrite(
@@ -205,12 +221,12 @@ export class SchoolRecords extends Context.Service<SchoolRecords, {
             INSERT INTO subjects (school_id, name) SELECT ${schoolId}, ${subject.name}::text FROM checks WHERE checks.ok
             RETURNING *)`,
           sql`r.id, r.name`
-        ).pipe(Effect.catchTag("BackOfficeValidationFailed", Effect.die))
+        ).pipe(Effect.catchTag("ReferencesNotFound", Effect.die))
 
       const createProgram = (schoolId: Ids.SchoolId, program: { readonly name: string; readonly subjectId: number | null }) =>
         checkedWrite(
           Models.Program,
-          [reference(schoolId, "subject_id", "subjects", program.subjectId, "Subject")],
+          [reference(schoolId, "subject_id", "subjects", program.subjectId, "subject")],
           sql`r AS (
             INSERT INTO programs (school_id, name, subject_id)
             SELECT ${schoolId}, ${program.name}::text, ${program.subjectId}::int FROM checks WHERE checks.ok
@@ -221,7 +237,7 @@ export class SchoolRecords extends Context.Service<SchoolRecords, {
       const createLevel = (schoolId: Ids.SchoolId, level: { readonly name: string; readonly programId: number | null }) =>
         checkedWrite(
           Models.Level,
-          [reference(schoolId, "program_id", "programs", level.programId, "Program")],
+          [reference(schoolId, "program_id", "programs", level.programId, "program")],
           sql`r AS (
             INSERT INTO levels (school_id, name, program_id)
             SELECT ${schoolId}, ${level.name}::text, ${level.programId}::int FROM checks WHERE checks.ok
@@ -233,11 +249,11 @@ export class SchoolRecords extends Context.Service<SchoolRecords, {
         checkedWrite(
           Models.Group,
           [
-            reference(schoolId, "filial_id", "filials", group.filialId, "Filial"),
-            reference(schoolId, "subject_id", "subjects", group.subjectId, "Subject"),
-            reference(schoolId, "program_id", "programs", group.programId, "Program"),
-            reference(schoolId, "level_id", "levels", group.levelId, "Level"),
-            reference(schoolId, "teacher_id", "employees", group.teacherId, "Employee")
+            reference(schoolId, "filial_id", "filials", group.filialId, "filial"),
+            reference(schoolId, "subject_id", "subjects", group.subjectId, "subject"),
+            reference(schoolId, "program_id", "programs", group.programId, "program"),
+            reference(schoolId, "level_id", "levels", group.levelId, "level"),
+            reference(schoolId, "teacher_id", "employees", group.teacherId, "employee")
           ],
           sql`r AS (
             INSERT INTO groups (school_id, name, filial_id, subject_id, program_id, level_id, teacher_id, capacity)
@@ -252,7 +268,7 @@ export class SchoolRecords extends Context.Service<SchoolRecords, {
       const createStudent = (schoolId: Ids.SchoolId, student: NewStudent) =>
         checkedWrite(
           StudentCardRow,
-          [reference(schoolId, "filial_id", "filials", student.filialId, "Filial")],
+          [reference(schoolId, "filial_id", "filials", student.filialId, "filial")],
           sql`r AS (
             INSERT INTO students (school_id, fio, phone, email, filial_id)
             SELECT ${schoolId}, ${student.fio}::text, ${student.phone}::text, ${student.email}::text, ${student.filialId}::int
@@ -263,7 +279,7 @@ export class SchoolRecords extends Context.Service<SchoolRecords, {
             insertEvents(sql, {
               schoolId,
               event: "student.created",
-              // spec 6.3: student_name is the student's fio.
+              // student_name is the student's fio.
               payload: sql`json_build_object('student_id', id, 'student_name', fio, 'filial_id', filial_id)`,
               from: sql`r`
             })
@@ -273,10 +289,10 @@ export class SchoolRecords extends Context.Service<SchoolRecords, {
         )
 
       const createLesson = (schoolId: Ids.SchoolId, lesson: NewLesson) => {
-        const groupRef = reference(schoolId, "group_id", "groups", lesson.groupId, "Group")
+        const groupRef = reference(schoolId, "group_id", "groups", lesson.groupId, "group")
         return checkedWrite(
           Models.Lesson,
-          [groupRef, reference(schoolId, "teacher_id", "employees", lesson.teacherId, "Employee")],
+          [groupRef, reference(schoolId, "teacher_id", "employees", lesson.teacherId, "employee")],
           sql`r AS (
             -- The lesson takes its group's filial; without a teacher of its own, the group's teacher.
             INSERT INTO lessons (school_id, group_id, filial_id, teacher_id, starts_at, ends_at, topic)
@@ -290,7 +306,7 @@ export class SchoolRecords extends Context.Service<SchoolRecords, {
         )
       }
 
-      const markAttendance = Effect.fnUntraced(function*(
+      const markAttendance = Effect.fn("SchoolRecords.markAttendance")(function*(
         schoolId: Ids.SchoolId,
         lessonId: Rules.LessonId,
         mark: { readonly studentId: number; readonly visitStatus: Rules.VisitStatus }
@@ -317,7 +333,7 @@ export class SchoolRecords extends Context.Service<SchoolRecords, {
           insertEvents(sql, {
             schoolId,
             event: "lesson.completed",
-            // spec 6.3; docs/decisions.md "Webhooks": teacher_id 0 when the lesson has none.
+            // docs/integrators.md "Event catalog"; docs/decisions.md "Webhooks": teacher_id 0 when the lesson has none.
             payload: sql`json_build_object('student_id', m.student_id, 'lesson_id', m.lesson_id, 'group_id', l.group_id,
                                            'teacher_id', coalesce(l.teacher_id, 0), 'visit_status', m.visit_status,
                                            'filial_id', l.filial_id)`,
@@ -331,13 +347,10 @@ export class SchoolRecords extends Context.Service<SchoolRecords, {
           FROM (VALUES (1)) AS one (x) LEFT JOIN m ON true LEFT JOIN l ON true`.pipe(Effect.orDie)
         // One row always: VALUES (1) LEFT JOIN the mark.
         const outcome = yield* Effect.orDie(decodeMarkOutcome(rows[0]))
-        if (!outcome.lesson_found) {
-          return yield* new Errors.NotFound({ message: `Lesson ${lessonId} does not exist.` })
-        }
+        if (!outcome.lesson_found) return yield* new DomainErrors.LessonNotFound({ lessonId })
         if (!outcome.student_found) {
-          return yield* new Errors.ValidationFailed({
-            message: "Invalid request body: student_id",
-            fields: { student_id: [`Student ${mark.studentId} does not exist in this school.`] }
+          return yield* new DomainErrors.ReferencesNotFound({
+            references: [{ field: "student_id", entity: "student", id: mark.studentId }]
           })
         }
         return yield* Effect.orDie(decodeMark(rows[0]))
@@ -345,12 +358,12 @@ export class SchoolRecords extends Context.Service<SchoolRecords, {
 
       const decodePayment = Schema.decodeUnknownEffect(PaymentRow)
 
-      const createPayment = Effect.fnUntraced(function*(schoolId: Ids.SchoolId, payment: NewPayment) {
+      const createPayment = Effect.fn("SchoolRecords.createPayment")(function*(schoolId: Ids.SchoolId, payment: NewPayment) {
         const references = [
-          reference(schoolId, "student_id", "students", payment.studentId, "Student"),
-          reference(schoolId, "group_id", "groups", payment.groupId, "Group")
+          reference(schoolId, "student_id", "students", payment.studentId, "student"),
+          reference(schoolId, "group_id", "groups", payment.groupId, "group")
         ]
-        // spec 6.4: amount and payment_amount are the stored sum in roubles, as an exact decimal
+        // docs/integrators.md "Event catalog": amount and payment_amount are the stored sum in roubles, as an exact decimal
         // (Money.roublesText: 150050 → 1500.5); a numeric keeps that text in the json.
         const roubles = Money.roublesText(payment.amountKopecks)
         const rows = yield* sql`
@@ -377,7 +390,7 @@ export class SchoolRecords extends Context.Service<SchoolRecords, {
           insertEvents(sql, {
             schoolId,
             event: "payment.received",
-            // spec 6.3; docs/decisions.md "Webhooks": group_id 0 when the payment has none.
+            // docs/integrators.md "Event catalog"; docs/decisions.md "Webhooks": group_id 0 when the payment has none.
             payload: sql`json_build_object('student_id', student_id, 'payment_id', id,
                                            'amount', ${roubles}::numeric, 'payment_amount', ${roubles}::numeric,
                                            'payment_type', payment_type, 'group_id', coalesce(group_id, 0),
@@ -392,26 +405,22 @@ export class SchoolRecords extends Context.Service<SchoolRecords, {
         const outcome = yield* Effect.orDie(decodePaymentOutcome(rows[0]))
         if (outcome.missing.length > 0) return yield* refused(references, outcome.missing)
         if (outcome.id === null) {
-          return yield* new Errors.ValidationFailed({
-            message: "Invalid request body: amount_kopecks",
-            fields: {
-              amount_kopecks: [
-                `The payment would take student ${payment.studentId}'s balance beyond ${Number.MAX_SAFE_INTEGER} kopecks.`
-              ]
-            }
+          return yield* new DomainErrors.BalanceLimitExceeded({
+            studentId: payment.studentId,
+            limitKopecks: Number.MAX_SAFE_INTEGER
           })
         }
         return yield* Effect.orDie(decodePayment(rows[0]))
       })
 
       return SchoolRecords.of({
-        createFilial,
-        createSubject,
-        createProgram,
-        createLevel,
-        createGroup,
-        createStudent,
-        createLesson,
+        createFilial: named("SchoolRecords.createFilial", createFilial),
+        createSubject: named("SchoolRecords.createSubject", createSubject),
+        createProgram: named("SchoolRecords.createProgram", createProgram),
+        createLevel: named("SchoolRecords.createLevel", createLevel),
+        createGroup: named("SchoolRecords.createGroup", createGroup),
+        createStudent: named("SchoolRecords.createStudent", createStudent),
+        createLesson: named("SchoolRecords.createLesson", createLesson),
         markAttendance,
         createPayment
       })

@@ -12,10 +12,12 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as SqlClient from "effect/sql/SqlClient"
+import * as SqlSchema from "effect/sql/SqlSchema"
 import { Ids } from "@school/domain"
-import { Employee } from "@school/domain/api/BackOfficeMiddleware"
+import { Employee } from "@school/domain/Staff"
 import { Timestamp } from "@school/domain/Timestamps"
 import { normalizeEmail } from "./Schools.ts"
+import { named } from "./Spans.ts"
 
 /** An employee as sign-in reads them: who, and the stored password hash. */
 export const LoginRecord = Schema.Struct({
@@ -42,12 +44,13 @@ export const FailureRecord = Schema.Struct({
 })
 export type FailureRecord = typeof FailureRecord.Type
 
-const decodeLogins = Schema.decodeUnknownEffect(Schema.Array(LoginRecord))
-const decodeSessions = Schema.decodeUnknownEffect(Schema.Array(SessionRecord))
-const decodeFailures = Schema.decodeUnknownEffect(Schema.Array(FailureRecord))
-const decodeExpiry = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ id: Schema.Int, expires_at: Timestamp })))
-
-const first = <A>(rows: ReadonlyArray<A>): Option.Option<A> => Option.fromNullishOr(rows[0])
+/** A new session as the statement writes it: whose, its token's hash, and its time to live in seconds. */
+const SessionInsert = Schema.Struct({
+  school_id: Ids.SchoolId,
+  employee_id: Schema.Number,
+  token_hash: Schema.Uint8Array,
+  ttl_seconds: Schema.Number
+})
 
 export class Sessions extends Context.Service<Sessions, {
   /** The employee whose login e-mail this is (compared trimmed and lower-cased). */
@@ -80,28 +83,59 @@ export class Sessions extends Context.Service<Sessions, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const employeeJson = sql`json_build_object('id', e.id, 'name', e.name, 'email', e.email, 'role', e.role)`
-      return Sessions.of({
-        findLogin: (email) =>
+      // The e-mail already normalized.
+      const findLogin = SqlSchema.findOneOption({
+        Request: Schema.String,
+        Result: LoginRecord,
+        execute: (email) =>
           sql`
             SELECT e.school_id, ${employeeJson} AS employee, e.password_hash
             FROM login_emails l
             JOIN employees e ON e.school_id = l.school_id AND e.id = l.employee_id
-            WHERE l.email = ${normalizeEmail(email)}`.pipe(
-            Effect.flatMap(decodeLogins),
-            Effect.map(first),
-            Effect.orDie
-          ),
-        failures: (email) =>
+            WHERE l.email = ${email}`
+      })
+      // The e-mail already normalized.
+      const findFailures = SqlSchema.findOneOption({
+        Request: Schema.String,
+        Result: FailureRecord,
+        execute: (email) =>
           sql`
             SELECT failures,
                    (extract(epoch FROM last_failed_at) * 1000)::float8 AS last_failed_at_ms,
                    (extract(epoch FROM now()) * 1000)::float8 AS now_ms
-            FROM login_failures WHERE email = ${normalizeEmail(email)}`.pipe(
-            Effect.flatMap(decodeFailures),
-            Effect.map(first),
-            Effect.orDie
-          ),
-        claimAttempt: (email, seen) =>
+            FROM login_failures WHERE email = ${email}`
+      })
+      // One row: the session was inserted (or the statement failed).
+      const insertSession = SqlSchema.findOne({
+        Request: SessionInsert,
+        Result: Schema.Struct({ id: Schema.Int, expires_at: Timestamp }),
+        execute: (session) =>
+          sql`
+            WITH session AS (
+              INSERT INTO sessions (school_id, employee_id, token_hash, expires_at)
+              VALUES (${session.school_id}, ${session.employee_id}, ${session.token_hash},
+                      now() + make_interval(secs => ${session.ttl_seconds}))
+              RETURNING school_id, id, token_hash, expires_at
+            ), route AS (
+              INSERT INTO session_tokens (token_hash, school_id) SELECT token_hash, school_id FROM session
+            )
+            SELECT id, api_ts(expires_at) AS expires_at FROM session`
+      })
+      const findLive = SqlSchema.findOneOption({
+        Request: Schema.Uint8Array,
+        Result: SessionRecord,
+        execute: (tokenHash) =>
+          sql`
+            SELECT s.school_id, s.id, ${employeeJson} AS employee, api_ts(s.expires_at) AS expires_at
+            FROM session_tokens t
+            JOIN sessions s ON s.school_id = t.school_id AND s.token_hash = t.token_hash
+            JOIN employees e ON e.school_id = s.school_id AND e.id = s.employee_id
+            WHERE t.token_hash = ${tokenHash} AND s.revoked_at IS NULL AND s.expires_at > now()`
+      })
+      return Sessions.of({
+        findLogin: named("Sessions.findLogin", (email) => findLogin(normalizeEmail(email)).pipe(Effect.orDie)),
+        failures: named("Sessions.failures", (email) => findFailures(normalizeEmail(email)).pipe(Effect.orDie)),
+        claimAttempt: named("Sessions.claimAttempt", (email, seen) =>
           sql`
             INSERT INTO login_failures (email, failures, last_failed_at)
             VALUES (${normalizeEmail(email)}, 1, clock_timestamp())
@@ -111,38 +145,20 @@ export class Sessions extends Context.Service<Sessions, {
             RETURNING 1 AS claimed`.pipe(
             Effect.map((rows) => rows.length === 1),
             Effect.orDie
-          ),
-        clearFailures: (email) =>
-          sql`DELETE FROM login_failures WHERE email = ${normalizeEmail(email)}`.pipe(Effect.asVoid, Effect.orDie),
-        create: (schoolId, employeeId, tokenHash, ttl) =>
-          sql`
-            WITH session AS (
-              INSERT INTO sessions (school_id, employee_id, token_hash, expires_at)
-              VALUES (${schoolId}, ${employeeId}, ${tokenHash},
-                      now() + make_interval(secs => ${Duration.toMillis(ttl) / 1000}))
-              RETURNING school_id, id, token_hash, expires_at
-            ), route AS (
-              INSERT INTO session_tokens (token_hash, school_id) SELECT token_hash, school_id FROM session
-            )
-            SELECT id, api_ts(expires_at) AS expires_at FROM session`.pipe(
-            Effect.flatMap(decodeExpiry),
-            Effect.map((rows) => Option.getOrThrow(first(rows))),
-            Effect.orDie
-          ),
-        findLive: (tokenHash) =>
-          sql`
-            SELECT s.school_id, s.id, ${employeeJson} AS employee, api_ts(s.expires_at) AS expires_at
-            FROM session_tokens t
-            JOIN sessions s ON s.school_id = t.school_id AND s.token_hash = t.token_hash
-            JOIN employees e ON e.school_id = s.school_id AND e.id = s.employee_id
-            WHERE t.token_hash = ${tokenHash} AND s.revoked_at IS NULL AND s.expires_at > now()`.pipe(
-            Effect.flatMap(decodeSessions),
-            Effect.map(first),
-            Effect.orDie
-          ),
-        revoke: (schoolId, sessionId) =>
+          )),
+        clearFailures: named("Sessions.clearFailures", (email) =>
+          sql`DELETE FROM login_failures WHERE email = ${normalizeEmail(email)}`.pipe(Effect.asVoid, Effect.orDie)),
+        create: named("Sessions.create", (schoolId, employeeId, tokenHash, ttl) =>
+          insertSession({
+            school_id: schoolId,
+            employee_id: employeeId,
+            token_hash: tokenHash,
+            ttl_seconds: Duration.toMillis(ttl) / 1000
+          }).pipe(Effect.orDie)),
+        findLive: named("Sessions.findLive", (tokenHash) => findLive(tokenHash).pipe(Effect.orDie)),
+        revoke: named("Sessions.revoke", (schoolId, sessionId) =>
           sql`UPDATE sessions SET revoked_at = now() WHERE school_id = ${schoolId} AND id = ${sessionId} AND revoked_at IS NULL`
-            .pipe(Effect.asVoid, Effect.orDie)
+            .pipe(Effect.asVoid, Effect.orDie))
       })
     })
   )

@@ -1,6 +1,6 @@
 /**
  * A school's webhook subscriptions and their deliveries as the back office
- * reads and writes them (spec 5.3, 6.1; docs/decisions.md "Webhooks";
+ * reads and writes them (docs/decisions.md "Webhooks";
  * docs/back-office.md "Webhooks", "Webhook limits"; migrations 0510, 0700):
  * subscriptions (the secret only ever written, encrypted), each with the
  * count of its skipped deliveries not recovered yet, their deletion, the
@@ -27,24 +27,27 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as SqlClient from "effect/sql/SqlClient"
-import type { Ids } from "@school/domain"
+import * as SqlSchema from "effect/sql/SqlSchema"
+import { Ids } from "@school/domain"
+import type { SubscribableEventName } from "@school/domain/Events"
 import {
   DeliveryDetail,
   DeliveryId,
   EventId,
   JOURNAL_LENGTH,
   JournalEntry,
-  type RecoverWhich,
-  type SubscribableEventName,
+  RecoverWhich,
   Subscription,
   WebhookId,
   WebhookStatus
-} from "@school/domain/api/backoffice/Webhooks"
+} from "@school/domain/WebhookSubscriptions"
 import type { PageRequest } from "@school/domain/Pagination"
 import { toWindow } from "@school/domain/Pagination"
 import { Timestamp } from "@school/domain/Timestamps"
 import { takeAction } from "@school/domain/WebhookLimits"
+import { currentTraceparent } from "./Outbox.ts"
 import { type PageResult, pageReader } from "./Paging.ts"
+import { named } from "./Spans.ts"
 
 /** What a new subscription is made of: the checked URL, its events, its secret already encrypted. */
 export interface NewSubscription {
@@ -91,22 +94,18 @@ const Created = Schema.Struct({
 })
 export type Created = typeof Created.Type
 
-const decodeCreated = Schema.decodeUnknownEffect(Schema.Array(Created))
-const decodeSubscriptions = Schema.decodeUnknownEffect(Schema.Array(Subscription))
-const decodeJournal = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ journal: Schema.Array(JournalEntry) })))
-const decodeDetail = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ delivery: DeliveryDetail })))
-const decodeEventId = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ id: EventId })))
-const decodeDeliveryId = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ id: DeliveryId })))
-const decodeCount = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ queued: Schema.Int })))
-const decodeDeleted = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ id: WebhookId })))
+/** A subscription of a school. */
+const SubscriptionKey = Schema.Struct({ school_id: Ids.SchoolId, id: WebhookId })
+
+/** A delivery of a school's subscription. */
+const DeliveryKey = Schema.Struct({ ...SubscriptionKey.fields, delivery_id: DeliveryId })
+
 /** The locked subscription: its status, the times of its accepted actions and the database's now, in µs. */
-const decodeLocked = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({
+const Locked = Schema.Struct({
   status: WebhookStatus,
   action_times: Schema.Array(Schema.Number),
   now: Schema.Number
-})))
-
-const first = <A>(rows: ReadonlyArray<A>): Option.Option<A> => Option.fromNullishOr(rows[0])
+})
 
 /** How many attempts a deletion makes when PostgreSQL picks it as a deadlock's victim (a dispatcher touching the same rows). */
 const DELETE_ATTEMPTS = 3
@@ -181,23 +180,76 @@ export class Webhooks extends Context.Service<Webhooks, {
         'next_attempt_at', CASE WHEN d.status = 'pending' THEN api_ts(d.next_attempt_at) END,
         'webhook_id', d.public_id`
 
-      const oneSubscription = (rows: ReadonlyArray<unknown>) =>
-        decodeSubscriptions(rows).pipe(Effect.map(first), Effect.orDie)
-
       /**
        * Locks the subscription row for the rest of the transaction: its
        * status, the times of its accepted actions and the database's now
        * (µs), or None when it is not the school's.
        */
-      const lock = (schoolId: Ids.SchoolId, id: WebhookId) =>
-        sql`
-          SELECT status,
-                 to_json(ARRAY(SELECT (extract(epoch FROM t) * 1000000)::float8 FROM unnest(action_times) t)) AS action_times,
-                 (extract(epoch FROM now()) * 1000000)::float8 AS now
-          FROM webhook_subscriptions WHERE school_id = ${schoolId} AND id = ${id} FOR UPDATE`.pipe(
-          Effect.flatMap(decodeLocked),
-          Effect.map(first)
-        )
+      const lockRow = SqlSchema.findOneOption({
+        Request: SubscriptionKey,
+        Result: Locked,
+        execute: ({ id, school_id }) =>
+          sql`
+            SELECT status,
+                   to_json(ARRAY(SELECT (extract(epoch FROM t) * 1000000)::float8 FROM unnest(action_times) t)) AS action_times,
+                   (extract(epoch FROM now()) * 1000000)::float8 AS now
+            FROM webhook_subscriptions WHERE school_id = ${school_id} AND id = ${id} FOR UPDATE`
+      })
+      const lock = (schoolId: Ids.SchoolId, id: WebhookId) => lockRow({ school_id: schoolId, id })
+
+      // A creation's insert: the new subscription, or none when the school has `max` already.
+      const insertSubscription = SqlSchema.findOneOption({
+        Request: Schema.Struct({
+          school_id: Ids.SchoolId,
+          url: Schema.String,
+          events: Subscription.fields.events,
+          secret_ciphertext: Schema.Uint8Array,
+          max: Schema.Number
+        }),
+        Result: Created,
+        execute: (row) =>
+          sql`
+            INSERT INTO webhook_subscriptions (school_id, url, events, secret_ciphertext)
+            SELECT ${row.school_id}, ${row.url}, ${eventArray(row.events)}, ${row.secret_ciphertext}
+            WHERE (SELECT count(*) FROM webhook_subscriptions WHERE school_id = ${row.school_id}) < ${row.max}
+            RETURNING id, url, to_json(events) AS events, status, api_ts(created_at) AS created_at`
+      })
+      const findSubscription = SqlSchema.findOneOption({
+        Request: SubscriptionKey,
+        Result: Subscription,
+        execute: ({ id, school_id }) =>
+          sql`SELECT ${columns} FROM webhook_subscriptions s WHERE s.school_id = ${school_id} AND s.id = ${id}`
+      })
+      const updateSubscription = SqlSchema.findOneOption({
+        Request: Schema.Struct({
+          ...SubscriptionKey.fields,
+          url: Schema.optional(Schema.String),
+          events: Schema.optional(Subscription.fields.events)
+        }),
+        Result: Subscription,
+        execute: (change) =>
+          sql`
+            UPDATE webhook_subscriptions s
+            SET url = ${change.url === undefined ? sql`url` : sql`${change.url}::text`},
+                events = ${change.events === undefined ? sql`events` : eventArray(change.events)},
+                updated_at = now()
+            WHERE school_id = ${change.school_id} AND id = ${change.id}
+            RETURNING ${columns}`
+      })
+      const setStatus = SqlSchema.findOneOption({
+        Request: Schema.Struct({ ...SubscriptionKey.fields, enabled: Schema.Boolean }),
+        Result: Subscription,
+        execute: ({ enabled, id, school_id }) => {
+          // Only a real change of status moves updated_at.
+          const next = enabled ? sql`CASE WHEN status = 'disabled' THEN 'active' ELSE status END` : sql`'disabled'`
+          return sql`
+            UPDATE webhook_subscriptions s
+            SET status = ${next},
+                updated_at = CASE WHEN status = ${next} THEN updated_at ELSE now() END
+            WHERE school_id = ${school_id} AND id = ${id}
+            RETURNING ${columns}`
+        }
+      })
 
       /**
        * Runs `queue` in a transaction after locking an enabled subscription
@@ -232,125 +284,56 @@ export class Webhooks extends Context.Service<Webhooks, {
           return outcome
         })).pipe(Effect.orDie)
 
-      return Webhooks.of({
-        create: (schoolId, subscription, maxSubscriptions) =>
-          sql.withTransaction(Effect.gen(function*() {
-            // One creation of the school at a time, so the count below cannot miss a concurrent one
-            // (docs/back-office.md "Webhook limits"). NO KEY UPDATE: the school's other writes, which
-            // only take KEY SHARE through their foreign keys, do not wait for it.
-            yield* sql`SELECT 1 FROM schools WHERE id = ${schoolId} FOR NO KEY UPDATE`
-            // A statement of its own: its snapshot is taken after the lock, so it counts every committed creation.
-            const rows = yield* sql`
-              INSERT INTO webhook_subscriptions (school_id, url, events, secret_ciphertext)
-              SELECT ${schoolId}, ${subscription.url}, ${eventArray(subscription.events)}, ${subscription.secretCiphertext}
-              WHERE (SELECT count(*) FROM webhook_subscriptions WHERE school_id = ${schoolId}) < ${maxSubscriptions}
-              RETURNING id, url, to_json(events) AS events, status, api_ts(created_at) AS created_at`.pipe(
-              Effect.flatMap(decodeCreated)
-            )
-            return Option.match(first(rows), {
-              onNone: (): Creation => ({ _tag: "LimitReached", limit: maxSubscriptions }),
-              onSome: (value): Creation => ({ _tag: "Created", value })
-            })
-          })).pipe(Effect.orDie),
-
-        list: (schoolId, page) => {
-          const { limit, offset } = toWindow(page)
-          return readPage(
-            sql`SELECT count(*)::int AS total FROM webhook_subscriptions WHERE school_id = ${schoolId}`,
-            sql`SELECT ${columns} FROM webhook_subscriptions s WHERE s.school_id = ${schoolId}
-                ORDER BY s.id LIMIT ${limit} OFFSET ${offset}`
-          )
-        },
-
-        find: (schoolId, id) =>
-          sql`SELECT ${columns} FROM webhook_subscriptions s WHERE s.school_id = ${schoolId} AND s.id = ${id}`.pipe(
-            Effect.orDie,
-            Effect.flatMap(oneSubscription)
-          ),
-
-        update: (schoolId, id, change) =>
+      // A deletion's statement, after the lock (see `remove`): the subscription's id, or none.
+      const deleteSubscription = SqlSchema.findOneOption({
+        Request: SubscriptionKey,
+        Result: Schema.Struct({ id: WebhookId }),
+        execute: ({ id, school_id }) =>
           sql`
-            UPDATE webhook_subscriptions s
-            SET url = ${change.url === undefined ? sql`url` : sql`${change.url}::text`},
-                events = ${change.events === undefined ? sql`events` : eventArray(change.events)},
-                updated_at = now()
-            WHERE school_id = ${schoolId} AND id = ${id}
-            RETURNING ${columns}`.pipe(Effect.orDie, Effect.flatMap(oneSubscription)),
-
-        setEnabled: (schoolId, id, enabled) => {
-          // Only a real change of status moves updated_at.
-          const next = enabled ? sql`CASE WHEN status = 'disabled' THEN 'active' ELSE status END` : sql`'disabled'`
-          return sql`
-            UPDATE webhook_subscriptions s
-            SET status = ${next},
-                updated_at = CASE WHEN status = ${next} THEN updated_at ELSE now() END
-            WHERE school_id = ${schoolId} AND id = ${id}
-            RETURNING ${columns}`.pipe(Effect.orDie, Effect.flatMap(oneSubscription))
-        },
-
-        remove: (schoolId, id) =>
-          sql.withTransaction(Effect.gen(function*() {
-            const locked = yield* sql`
-              SELECT id FROM webhook_subscriptions WHERE school_id = ${schoolId} AND id = ${id} FOR UPDATE`
-            if (locked.length === 0) return false
-            // After the lock, in a statement of its own: no delivery to the subscription can be made
-            // meanwhile (the fan-out's insert waits for the lock), and this snapshot sees every one made
-            // before. Every part sees the rows as they were before the statement, so an event is kept
-            // when a delivery of ANOTHER subscription names it; the foreign keys are checked at the end
-            // of the statement, when the deliveries, the events and the notifications' links are gone.
-            const rows = yield* sql`
-              WITH gone AS (
-                DELETE FROM webhook_deliveries
-                WHERE school_id = ${schoolId} AND subscription_id = ${id}
-                RETURNING event_id
-              ), tests AS (
-                DELETE FROM outbox_events
-                WHERE school_id = ${schoolId} AND subscription_id = ${id}
-                RETURNING 1
-              ), unused AS (
-                -- Fanned-out events no delivery names any more; one not fanned out yet is the fan-out's.
-                DELETE FROM outbox_events e
-                USING (SELECT DISTINCT event_id FROM gone) g
-                WHERE e.school_id = ${schoolId} AND e.id = g.event_id
-                  AND e.subscription_id IS NULL AND e.fanned_out_at IS NOT NULL
-                  AND NOT EXISTS (
-                    SELECT 1 FROM webhook_deliveries d
-                    WHERE d.school_id = e.school_id AND d.event_id = e.id AND d.subscription_id <> ${id}
-                  )
-                RETURNING 1
-              ), unlinked AS (
-                UPDATE notifications SET subscription_id = NULL
-                WHERE school_id = ${schoolId} AND subscription_id = ${id}
-                RETURNING 1
-              )
-              DELETE FROM webhook_subscriptions
-              WHERE school_id = ${schoolId} AND id = ${id}
-              RETURNING id`.pipe(Effect.flatMap(decodeDeleted))
-            return rows.length === 1
-          })).pipe(
-            Effect.retry({
-              times: DELETE_ATTEMPTS - 1,
-              while: (error) => error._tag === "SqlError" && error.reason._tag === "DeadlockError"
-            }),
-            Effect.orDie
-          ),
-
-        queueTest: (schoolId, id, actionsPerMinute) =>
-          whenEnabled(
-            schoolId,
-            id,
-            actionsPerMinute,
-            sql`
-              INSERT INTO outbox_events (school_id, event, payload, subscription_id)
-              VALUES (${schoolId}, 'webhook.test',
-                      json_build_object('subscription_id', ${id}::int, 'message', ${TEST_MESSAGE}::text), ${id})
-              RETURNING id::float8 AS id`.pipe(
-              Effect.flatMap(decodeEventId),
-              Effect.map((rows) => ({ _tag: "Queued", value: Option.getOrThrow(first(rows)).id }) as const)
+            WITH gone AS (
+              DELETE FROM webhook_deliveries
+              WHERE school_id = ${school_id} AND subscription_id = ${id}
+              RETURNING event_id
+            ), tests AS (
+              DELETE FROM outbox_events
+              WHERE school_id = ${school_id} AND subscription_id = ${id}
+              RETURNING 1
+            ), unused AS (
+              -- Fanned-out events no delivery names any more; one not fanned out yet is the fan-out's.
+              DELETE FROM outbox_events e
+              USING (SELECT DISTINCT event_id FROM gone) g
+              WHERE e.school_id = ${school_id} AND e.id = g.event_id
+                AND e.subscription_id IS NULL AND e.fanned_out_at IS NOT NULL
+                AND NOT EXISTS (
+                  SELECT 1 FROM webhook_deliveries d
+                  WHERE d.school_id = e.school_id AND d.event_id = e.id AND d.subscription_id <> ${id}
+                )
+              RETURNING 1
+            ), unlinked AS (
+              UPDATE notifications SET subscription_id = NULL
+              WHERE school_id = ${school_id} AND subscription_id = ${id}
+              RETURNING 1
             )
-          ),
-
-        journal: (schoolId, id) =>
+            DELETE FROM webhook_subscriptions
+            WHERE school_id = ${school_id} AND id = ${id}
+            RETURNING id`
+      })
+      // One row: the event inserted.
+      const insertTestEvent = SqlSchema.findOne({
+        Request: Schema.Struct({ ...SubscriptionKey.fields, traceparent: Schema.NullOr(Schema.String) }),
+        Result: Schema.Struct({ id: EventId }),
+        execute: ({ id, school_id, traceparent }) =>
+          sql`
+            INSERT INTO outbox_events (school_id, event, payload, subscription_id, traceparent)
+            VALUES (${school_id}, 'webhook.test',
+                    json_build_object('subscription_id', ${id}::int, 'message', ${TEST_MESSAGE}::text), ${id},
+                    ${traceparent}::text)
+            RETURNING id::float8 AS id`
+      })
+      const readJournal = SqlSchema.findOneOption({
+        Request: SubscriptionKey,
+        Result: Schema.Struct({ journal: Schema.Array(JournalEntry) }),
+        execute: ({ id, school_id }) =>
           sql`
             SELECT coalesce((
               SELECT json_agg(json_build_object(${journalFields}) ORDER BY d.id DESC)
@@ -361,13 +344,12 @@ export class Webhooks extends Context.Service<Webhooks, {
               ) d
             ), '[]'::json) AS journal
             FROM webhook_subscriptions s
-            WHERE s.school_id = ${schoolId} AND s.id = ${id}`.pipe(
-            Effect.flatMap(decodeJournal),
-            Effect.map((rows) => Option.map(first(rows), (row) => row.journal)),
-            Effect.orDie
-          ),
-
-        delivery: (schoolId, id, deliveryId) =>
+            WHERE s.school_id = ${school_id} AND s.id = ${id}`
+      })
+      const readDelivery = SqlSchema.findOneOption({
+        Request: DeliveryKey,
+        Result: Schema.Struct({ delivery: DeliveryDetail }),
+        execute: ({ delivery_id, id, school_id }) =>
           sql`
             SELECT json_build_object(${journalFields},
               'body', d.body,
@@ -379,64 +361,153 @@ export class Webhooks extends Context.Service<Webhooks, {
                 WHERE a.school_id = d.school_id AND a.delivery_id = d.id
               ), '[]'::json)) AS delivery
             FROM webhook_deliveries d
-            WHERE d.school_id = ${schoolId} AND d.subscription_id = ${id} AND d.id = ${deliveryId}::int8`.pipe(
-            Effect.flatMap(decodeDetail),
-            Effect.map((rows) => Option.map(first(rows), (row) => row.delivery)),
-            Effect.orDie
-          ),
+            WHERE d.school_id = ${school_id} AND d.subscription_id = ${id} AND d.id = ${delivery_id}::int8`
+      })
+      // The new delivery, or none when the delivery repeated is not the subscription's.
+      const insertResend = SqlSchema.findOneOption({
+        Request: DeliveryKey,
+        Result: Schema.Struct({ id: DeliveryId }),
+        execute: ({ delivery_id, id, school_id }) =>
+          sql`
+            INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, body)
+            SELECT school_id, subscription_id, event_id, event, id, body
+            FROM webhook_deliveries
+            WHERE school_id = ${school_id} AND subscription_id = ${id} AND id = ${delivery_id}::int8
+            RETURNING id::float8 AS id`
+      })
+      // One row: how many deliveries were queued.
+      const insertRecovered = SqlSchema.findOne({
+        Request: Schema.Struct({ ...SubscriptionKey.fields, since: Schema.String, which: RecoverWhich }),
+        Result: Schema.Struct({ queued: Schema.Int }),
+        execute: ({ id, school_id, since, which }) =>
+          sql`
+            WITH ended AS (
+              -- One new delivery per event: the latest such delivery's body (NULL for a skipped one:
+              -- the dispatcher builds it at the first attempt), resend_of that delivery. A skipped
+              -- delivery's finished_at is when the fan-out journaled it.
+              SELECT DISTINCT ON (d.event_id) d.id, d.event_id, d.event, d.body
+              FROM webhook_deliveries d
+              WHERE d.school_id = ${school_id} AND d.subscription_id = ${id}
+                AND d.status = ${which === "skipped" ? sql`'skipped'` : sql`'failed'`}
+                AND d.finished_at >= ${since}::timestamptz
+                AND NOT EXISTS (
+                  SELECT 1 FROM webhook_deliveries o
+                  WHERE o.school_id = d.school_id AND o.subscription_id = d.subscription_id
+                    AND o.event_id = d.event_id AND o.status IN ('pending', 'delivered')
+                )
+              ORDER BY d.event_id, d.id DESC
+            ), queued AS (
+              INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, body)
+              SELECT ${school_id}, ${id}, event_id, event, id, body FROM ended
+              RETURNING 1
+            )
+            SELECT count(*)::int AS queued FROM queued`
+      })
 
-        resend: (schoolId, id, deliveryId, actionsPerMinute) =>
+      return Webhooks.of({
+        create: named("Webhooks.create", (schoolId, subscription, maxSubscriptions) =>
+          sql.withTransaction(Effect.gen(function*() {
+            // One creation of the school at a time, so the count below cannot miss a concurrent one
+            // (docs/back-office.md "Webhook limits"). NO KEY UPDATE: the school's other writes, which
+            // only take KEY SHARE through their foreign keys, do not wait for it.
+            yield* sql`SELECT 1 FROM schools WHERE id = ${schoolId} FOR NO KEY UPDATE`
+            // A statement of its own: its snapshot is taken after the lock, so it counts every committed creation.
+            const created = yield* insertSubscription({
+              school_id: schoolId,
+              url: subscription.url,
+              events: subscription.events,
+              secret_ciphertext: subscription.secretCiphertext,
+              max: maxSubscriptions
+            })
+            return Option.match(created, {
+              onNone: (): Creation => ({ _tag: "LimitReached", limit: maxSubscriptions }),
+              onSome: (value): Creation => ({ _tag: "Created", value })
+            })
+          })).pipe(Effect.orDie)),
+
+        list: named("Webhooks.list", (schoolId, page) => {
+          const { limit, offset } = toWindow(page)
+          return readPage(
+            sql`SELECT count(*)::int AS total FROM webhook_subscriptions WHERE school_id = ${schoolId}`,
+            sql`SELECT ${columns} FROM webhook_subscriptions s WHERE s.school_id = ${schoolId}
+                ORDER BY s.id LIMIT ${limit} OFFSET ${offset}`
+          )
+        }),
+
+        find: named("Webhooks.find", (schoolId, id) => findSubscription({ school_id: schoolId, id }).pipe(Effect.orDie)),
+
+        update: named("Webhooks.update", (schoolId, id, change) =>
+          updateSubscription({ school_id: schoolId, id, url: change.url, events: change.events }).pipe(Effect.orDie)),
+
+        setEnabled: named("Webhooks.setEnabled", (schoolId, id, enabled) =>
+          setStatus({ school_id: schoolId, id, enabled }).pipe(Effect.orDie)),
+
+        remove: named("Webhooks.remove", (schoolId, id) =>
+          sql.withTransaction(Effect.gen(function*() {
+            const locked = yield* sql`
+              SELECT id FROM webhook_subscriptions WHERE school_id = ${schoolId} AND id = ${id} FOR UPDATE`
+            if (locked.length === 0) return false
+            // After the lock, in a statement of its own: no delivery to the subscription can be made
+            // meanwhile (the fan-out's insert waits for the lock), and this snapshot sees every one made
+            // before. Every part sees the rows as they were before the statement, so an event is kept
+            // when a delivery of ANOTHER subscription names it; the foreign keys are checked at the end
+            // of the statement, when the deliveries, the events and the notifications' links are gone.
+            const deleted = yield* deleteSubscription({ school_id: schoolId, id })
+            return Option.isSome(deleted)
+          })).pipe(
+            Effect.retry({
+              times: DELETE_ATTEMPTS - 1,
+              while: (error) => error._tag === "SqlError" && error.reason._tag === "DeadlockError"
+            }),
+            Effect.orDie
+          )),
+
+        queueTest: named("Webhooks.queueTest", (schoolId, id, actionsPerMinute) =>
           whenEnabled(
             schoolId,
             id,
             actionsPerMinute,
-            sql`
-              INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, body)
-              SELECT school_id, subscription_id, event_id, event, id, body
-              FROM webhook_deliveries
-              WHERE school_id = ${schoolId} AND subscription_id = ${id} AND id = ${deliveryId}::int8
-              RETURNING id::float8 AS id`.pipe(
-              Effect.flatMap(decodeDeliveryId),
-              Effect.map((rows): Queued<DeliveryId> =>
-                Option.match(first(rows), {
+            insertTestEvent({ school_id: schoolId, id, traceparent: currentTraceparent() }).pipe(
+              Effect.map((row) => ({ _tag: "Queued", value: row.id }) as const)
+            )
+          )),
+
+        journal: named("Webhooks.journal", (schoolId, id) =>
+          readJournal({ school_id: schoolId, id }).pipe(
+            Effect.map(Option.map((row) => row.journal)),
+            Effect.orDie
+          )),
+
+        delivery: named("Webhooks.delivery", (schoolId, id, deliveryId) =>
+          readDelivery({ school_id: schoolId, id, delivery_id: deliveryId }).pipe(
+            Effect.map(Option.map((row) => row.delivery)),
+            Effect.orDie
+          )),
+
+        resend: named("Webhooks.resend", (schoolId, id, deliveryId, actionsPerMinute) =>
+          whenEnabled(
+            schoolId,
+            id,
+            actionsPerMinute,
+            insertResend({ school_id: schoolId, id, delivery_id: deliveryId }).pipe(
+              Effect.map((row): Queued<DeliveryId> =>
+                Option.match(row, {
                   onNone: () => ({ _tag: "NotFound", what: "delivery" }),
                   onSome: (row) => ({ _tag: "Queued", value: row.id })
                 })
               )
             )
-          ),
+          )),
 
-        recover: (schoolId, id, since, which, actionsPerMinute) =>
+        recover: named("Webhooks.recover", (schoolId, id, since, which, actionsPerMinute) =>
           whenEnabled(
             schoolId,
             id,
             actionsPerMinute,
-            sql`
-              WITH ended AS (
-                -- One new delivery per event: the latest such delivery's body (NULL for a skipped one:
-                -- the dispatcher builds it at the first attempt), resend_of that delivery. A skipped
-                -- delivery's finished_at is when the fan-out journaled it.
-                SELECT DISTINCT ON (d.event_id) d.id, d.event_id, d.event, d.body
-                FROM webhook_deliveries d
-                WHERE d.school_id = ${schoolId} AND d.subscription_id = ${id}
-                  AND d.status = ${which === "skipped" ? sql`'skipped'` : sql`'failed'`}
-                  AND d.finished_at >= ${since}::timestamptz
-                  AND NOT EXISTS (
-                    SELECT 1 FROM webhook_deliveries o
-                    WHERE o.school_id = d.school_id AND o.subscription_id = d.subscription_id
-                      AND o.event_id = d.event_id AND o.status IN ('pending', 'delivered')
-                  )
-                ORDER BY d.event_id, d.id DESC
-              ), queued AS (
-                INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, body)
-                SELECT ${schoolId}, ${id}, event_id, event, id, body FROM ended
-                RETURNING 1
-              )
-              SELECT count(*)::int AS queued FROM queued`.pipe(
-              Effect.flatMap(decodeCount),
-              Effect.map((rows) => ({ _tag: "Queued", value: Option.getOrThrow(first(rows)).queued }) as const)
+            insertRecovered({ school_id: schoolId, id, since, which }).pipe(
+              Effect.map((row) => ({ _tag: "Queued", value: row.queued }) as const)
             )
-          )
+          ))
       })
     })
   )

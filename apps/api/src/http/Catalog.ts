@@ -8,11 +8,12 @@ import { CurrentKey } from "@school/domain/api/Middleware"
 import { PublicApi } from "@school/domain/api/PublicApi"
 import { Catalog } from "@school/persistence/Catalog"
 
-/** A paginated list of one school: the whole handler, given which catalog list to read. */
+/** A paginated list of one school: the whole handler (its span `name`), given which catalog list to read. */
 const listOf = <A extends { readonly id: number }>(
+  name: string,
   read: (schoolId: Ids.SchoolId, page: Pagination.ListRequest) => Effect.Effect<Pagination.ListResult<A>>
 ) =>
-  Effect.fnUntraced(function*({ query }: { readonly query: Pagination.ListQuery }) {
+  Effect.fn(name)(function*({ query }: { readonly query: Pagination.ListQuery }) {
     const { schoolId } = yield* CurrentKey
     return Pagination.listBody(yield* read(schoolId, Pagination.listRequest(query)))
   })
@@ -22,7 +23,7 @@ export const GroupsHandlersNoDeps = HttpApiBuilder.group(
   "groups",
   Effect.fnUntraced(function*(handlers) {
     const catalog = yield* Catalog
-    return handlers.handle("list", listOf(catalog.groups))
+    return handlers.handle("list", listOf("PublicApi.groups.list", catalog.groups))
   })
 )
 
@@ -31,11 +32,12 @@ export const LessonsHandlersNoDeps = HttpApiBuilder.group(
   "lessons",
   Effect.fnUntraced(function*(handlers) {
     const catalog = yield* Catalog
-    return handlers.handle("list", Effect.fnUntraced(function*({ query }) {
-      // spec 4.2: invalid_window, window_too_large
+    return handlers.handle("list", Effect.fn("PublicApi.lessons.list")(function*({ query }) {
+      // invalid_window, window_too_large (docs/integrators.md "Responses and errors")
       const window = LessonWindow.validateWindow(query.from, query.to)
       if (Result.isFailure(window)) return yield* window.failure
-      return yield* listOf((schoolId, page) => catalog.lessons(schoolId, window.success, page))({ query })
+      const { schoolId } = yield* CurrentKey
+      return Pagination.listBody(yield* catalog.lessons(schoolId, window.success, Pagination.listRequest(query)))
     }))
   })
 )
@@ -46,10 +48,10 @@ export const ReferenceHandlersNoDeps = HttpApiBuilder.group(
   Effect.fnUntraced(function*(handlers) {
     const catalog = yield* Catalog
     return handlers
-      .handle("filials", listOf(catalog.filials))
-      .handle("subjects", listOf(catalog.subjects))
-      .handle("programs", listOf(catalog.programs))
-      .handle("levels", listOf(catalog.levels))
+      .handle("filials", listOf("PublicApi.reference.filials", catalog.filials))
+      .handle("subjects", listOf("PublicApi.reference.subjects", catalog.subjects))
+      .handle("programs", listOf("PublicApi.reference.programs", catalog.programs))
+      .handle("levels", listOf("PublicApi.reference.levels", catalog.levels))
   })
 )
 

@@ -39,7 +39,8 @@ export const PANEL_FILES: ReadonlyArray<readonly [path: HttpRouter.PathInput, fi
   [`${PANEL_PATH}/webhooks.js`, "webhooks.js", JS],
   [`${PANEL_PATH}/webhook.js`, "webhook.js", JS],
   [`${PANEL_PATH}/notifications.js`, "notifications.js", JS],
-  [`${PANEL_PATH}/leads.js`, "leads.js", JS]
+  [`${PANEL_PATH}/leads.js`, "leads.js", JS],
+  [`${PANEL_PATH}/contract-lists.js`, "contract-lists.js", JS]
 ]
 
 /** The panel's routes, for the 405 table and the access log's route templates. */

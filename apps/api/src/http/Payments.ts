@@ -1,4 +1,4 @@
-/** GET /payments (spec 2.4): amounts in whole kopecks. */
+/** GET /payments (docs/integrators.md "Reading"): amounts in whole kopecks. */
 import * as Effect from "effect/Effect"
 import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import { Pagination } from "@school/domain"
@@ -11,7 +11,7 @@ export const PaymentsHandlersNoDeps = HttpApiBuilder.group(
   "payments",
   Effect.fnUntraced(function*(handlers) {
     const payments = yield* Payments
-    return handlers.handle("list", Effect.fnUntraced(function*({ query }) {
+    return handlers.handle("list", Effect.fn("PublicApi.payments.list")(function*({ query }) {
       const { schoolId } = yield* CurrentKey
       const page = Pagination.listRequest(query)
       return Pagination.listBody(yield* payments.list(schoolId, { page, updatedSince: query.updated_since }))

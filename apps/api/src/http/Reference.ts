@@ -123,7 +123,7 @@ const withPageHeaders = <E, R>(
 /**
  * Scalar's page for `api`, built when it is first asked for: `HttpApiScalar.layer`
  * loads Scalar's 3 MB bundle as it is built, which made a process that never
- * serves the page 16 MiB larger (docs/performance.md "Memory — miss"). Its layer is
+ * serves the page 16 MiB larger (docs/performance.md "Memory"). Its layer is
  * built here in a router of its own, asked once, and let go.
  */
 const scalarPage = <Id extends string, Groups extends HttpApiGroup.Constraint>(

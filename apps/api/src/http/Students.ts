@@ -1,4 +1,4 @@
-/** GET /students and GET /students/{id} (spec 2.3, 4.2): decode, one repository call, encode. */
+/** GET /students and GET /students/{id} (docs/integrators.md "Reading"): decode, one repository call, encode. */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
@@ -13,12 +13,12 @@ export const StudentsHandlersNoDeps = HttpApiBuilder.group(
   Effect.fnUntraced(function*(handlers) {
     const students = yield* Students
     return handlers
-      .handle("list", Effect.fnUntraced(function*({ query }) {
+      .handle("list", Effect.fn("PublicApi.students.list")(function*({ query }) {
         const { schoolId } = yield* CurrentKey
         const page = Pagination.listRequest(query)
         return Pagination.listBody(yield* students.list(schoolId, { page, updatedSince: query.updated_since }))
       }))
-      .handle("get", Effect.fnUntraced(function*({ params }) {
+      .handle("get", Effect.fn("PublicApi.students.get")(function*({ params }) {
         const { schoolId } = yield* CurrentKey
         const student = yield* students.get(schoolId, params.id)
         if (Option.isNone(student)) {

@@ -11,12 +11,14 @@ import * as Layer from "effect/Layer"
 import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"
 import { CurrentEmployee } from "@school/domain/api/BackOfficeMiddleware"
+import * as Errors from "@school/domain/BackOfficeErrors"
 import * as LeadRules from "@school/domain/Leads"
 import * as Pagination from "@school/domain/Pagination"
 import * as SessionRules from "@school/domain/Sessions"
 import { Funnels } from "@school/persistence/Funnels"
 import { Inbox } from "@school/persistence/Inbox"
 import { Leads } from "@school/persistence/Leads"
+import { invalidBody, referencesNotFound } from "./Refusals.ts"
 
 export const LeadSectionRepositories = Layer.mergeAll(Funnels.layer, Inbox.layer)
 
@@ -27,35 +29,39 @@ const LeadsHandlers = HttpApiBuilder.group(
     const leads = yield* Leads
     const funnels = yield* Funnels
     return handlers
-      .handle("create", Effect.fnUntraced(function*({ payload }) {
+      .handle("create", Effect.fn("BackOfficeApi.leads.create")(function*({ payload }) {
         const { schoolId } = yield* CurrentEmployee
         // The public POST /leads's statement and rules (libs/persistence Leads.ts), plus the responsible.
-        return { success: true as const, data: yield* leads.createInCrm(schoolId, LeadRules.toCrmNewLead(payload)) }
-      }))
-      .handle("list", Effect.fnUntraced(function*({ query }) {
+        return yield* leads.create(schoolId, LeadRules.toCrmNewLead(payload))
+      }, Effect.catchTag("ReferencesNotFound", referencesNotFound)))
+      .handle("list", Effect.fn("BackOfficeApi.leads.list")(function*({ query }) {
         const { schoolId } = yield* CurrentEmployee
         const page = Pagination.pageRequest(query)
         const { items, total } = yield* leads.list(schoolId, page)
-        return { success: true as const, data: items, meta: Pagination.meta(page, total) }
+        return { data: items, meta: Pagination.meta(page, total) }
       }))
-      .handle("move", Effect.fnUntraced(function*({ params, payload }) {
+      .handle("move", Effect.fn("BackOfficeApi.leads.move")(function*({ params, payload }) {
         const { schoolId } = yield* CurrentEmployee
         const statusId = LeadRules.PipelineStatusId.make(payload.status_id)
-        return { success: true as const, data: yield* leads.move(schoolId, params.id, statusId) }
-      }))
-      .handle("funnels", Effect.fnUntraced(function*({ query }) {
+        return yield* leads.move(schoolId, params.id, statusId)
+      }, Effect.catchTags({
+        LeadNotFound: ({ leadId }) => Effect.fail(new Errors.NotFound({ message: `Lead ${leadId} does not exist.` })),
+        StatusNotInFunnel: ({ leadId, statusId }) =>
+          Effect.fail(invalidBody({ status_id: [`Status ${statusId} is not a status of lead ${leadId}'s funnel.`] }))
+      })))
+      .handle("funnels", Effect.fn("BackOfficeApi.leads.funnels")(function*({ query }) {
         const { schoolId } = yield* CurrentEmployee
         const page = Pagination.pageRequest(query)
         const { items, total } = yield* funnels.list(schoolId, page)
-        return { success: true as const, data: items, meta: Pagination.meta(page, total) }
+        return { data: items, meta: Pagination.meta(page, total) }
       }))
-      .handle("createFunnel", Effect.fnUntraced(function*({ payload }) {
+      .handle("createFunnel", Effect.fn("BackOfficeApi.leads.createFunnel")(function*({ payload }) {
         const { schoolId } = yield* CurrentEmployee
         const funnel = yield* funnels.create(schoolId, {
           name: payload.name,
           statuses: payload.statuses.map(LeadRules.toStoredStatus)
         })
-        return { success: true as const, data: funnel }
+        return funnel
       }))
   })
 )
@@ -66,17 +72,18 @@ const InboxHandlers = HttpApiBuilder.group(
   Effect.fnUntraced(function*(handlers) {
     const inbox = yield* Inbox
     return handlers
-      .handle("notifications", Effect.fnUntraced(function*({ query }) {
+      .handle("notifications", Effect.fn("BackOfficeApi.inbox.notifications")(function*({ query }) {
         const { schoolId, employee } = yield* CurrentEmployee
         const page = Pagination.pageRequest(query)
         const { items, total, unread } = yield* inbox.notifications(schoolId, employee.id, page)
-        return { success: true as const, data: items, meta: { ...Pagination.meta(page, total), unread } }
+        return { data: items, meta: { ...Pagination.meta(page, total), unread } }
       }))
-      .handle("read", Effect.fnUntraced(function*({ params }) {
+      .handle("read", Effect.fn("BackOfficeApi.inbox.read")(function*({ params }) {
         const { schoolId, employee } = yield* CurrentEmployee
-        return { success: true as const, data: yield* inbox.markRead(schoolId, employee.id, params.id) }
-      }))
-      .handle("tasks", Effect.fnUntraced(function*({ query }) {
+        return yield* inbox.markRead(schoolId, employee.id, params.id)
+      }, Effect.catchTag("NotificationNotFound", ({ notificationId }) =>
+        Effect.fail(new Errors.NotFound({ message: `Notification ${notificationId} does not exist.` })))))
+      .handle("tasks", Effect.fn("BackOfficeApi.inbox.tasks")(function*({ query }) {
         const { schoolId, employee } = yield* CurrentEmployee
         const page = Pagination.pageRequest(query)
         // docs/back-office.md: full access sees every task of the school; the others their own.
@@ -84,7 +91,7 @@ const InboxHandlers = HttpApiBuilder.group(
           ? { _tag: "School" as const }
           : { _tag: "Assignee" as const, employeeId: employee.id }
         const { items, total } = yield* inbox.tasks(schoolId, scope, page)
-        return { success: true as const, data: items, meta: Pagination.meta(page, total) }
+        return { data: items, meta: Pagination.meta(page, total) }
       }))
   })
 )

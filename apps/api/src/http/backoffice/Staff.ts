@@ -1,6 +1,6 @@
 /**
  * Handlers of the back office's staff and API keys
- * (libs/domain/src/api/backoffice/Staff.ts; spec 5.2; docs/back-office.md
+ * (libs/domain/src/api/backoffice/Staff.ts; docs/back-office.md
  * "Staff", "API keys"): full access (checked before decoding by the
  * shared `RoleCheck`), then one repository call per request. A key is issued
  * through `issueApiKeyOnPlan`, the plan rule the operator CLI applies too.
@@ -20,6 +20,8 @@ import * as Pagination from "@school/domain/Pagination"
 import { ApiKeys } from "@school/persistence/ApiKeys"
 import { Employees } from "@school/persistence/Employees"
 import { issueApiKeyOnPlan } from "@school/persistence/Schools"
+import { keysNeedPlanMessage } from "@school/domain/Plans"
+import { hashPassword } from "@school/runtime/Passwords"
 import * as SqlClient from "effect/sql/SqlClient"
 import { RateLimiter } from "../../RateLimiter.ts"
 
@@ -31,9 +33,12 @@ const EmployeesGroupLive = HttpApiBuilder.group(
   Effect.fnUntraced(function*(handlers) {
     const employees = yield* Employees
     return handlers
-      .handle("create", Effect.fnUntraced(function*({ payload }) {
+      .handle("create", Effect.fn("BackOfficeApi.employees.create")(function*({ payload }) {
         const { schoolId } = yield* CurrentEmployee
-        const created = yield* employees.create(schoolId, payload).pipe(
+        // The password is stored hashed (libs/runtime/src/Passwords.ts).
+        const { password, ...employee } = payload
+        const passwordHash = yield* hashPassword(password)
+        const created = yield* employees.create(schoolId, { ...employee, passwordHash }).pipe(
           Effect.catchTag("EmailTaken", (taken) =>
             Effect.fail(
               new Errors.Conflict({
@@ -42,13 +47,13 @@ const EmployeesGroupLive = HttpApiBuilder.group(
               })
             ))
         )
-        return { success: true as const, data: created }
+        return created
       }))
-      .handle("list", Effect.fnUntraced(function*({ query }) {
+      .handle("list", Effect.fn("BackOfficeApi.employees.list")(function*({ query }) {
         const { schoolId } = yield* CurrentEmployee
         const page = Pagination.pageRequest(query)
         const result = yield* employees.list(schoolId, page)
-        return { success: true as const, data: result.items, meta: Pagination.meta(page, result.total) }
+        return { data: result.items, meta: Pagination.meta(page, result.total) }
       }))
   })
 )
@@ -61,7 +66,7 @@ const ApiKeysGroupLive = HttpApiBuilder.group(
     const limiter = yield* RateLimiter
     const sql = yield* SqlClient.SqlClient
     return handlers
-      .handle("create", Effect.fnUntraced(function*({ payload }) {
+      .handle("create", Effect.fn("BackOfficeApi.apiKeys.create")(function*({ payload }) {
         const { schoolId } = yield* CurrentEmployee
         const expiresAt = payload.expires_at ?? null
         if (expiresAt !== null) {
@@ -76,20 +81,20 @@ const ApiKeysGroupLive = HttpApiBuilder.group(
         const issued = yield* issueApiKeyOnPlan(schoolId, { name: payload.name, scope: payload.scope, expiresAt }).pipe(
           Effect.provideService(SqlClient.SqlClient, sql),
           Effect.catchTags({
-            PlanTooLow: (refused) => Effect.fail(new Errors.TariffTooLow({ message: refused.message })),
+            PlanTooLow: (refused) => Effect.fail(new Errors.TariffTooLow({ message: keysNeedPlanMessage(refused.plan) })),
             // The caller's own school exists as long as their session does.
             SchoolNotFound: Effect.die
           })
         )
-        return { success: true as const, data: issued }
+        return issued
       }))
-      .handle("list", Effect.fnUntraced(function*({ query }) {
+      .handle("list", Effect.fn("BackOfficeApi.apiKeys.list")(function*({ query }) {
         const { schoolId } = yield* CurrentEmployee
         const page = Pagination.pageRequest(query)
         const result = yield* keys.list(schoolId, page)
-        return { success: true as const, data: result.items, meta: Pagination.meta(page, result.total) }
+        return { data: result.items, meta: Pagination.meta(page, result.total) }
       }))
-      .handle("revoke", Effect.fnUntraced(function*({ params }) {
+      .handle("revoke", Effect.fn("BackOfficeApi.apiKeys.revoke")(function*({ params }) {
         const { schoolId } = yield* CurrentEmployee
         const revoked = yield* keys.revoke(schoolId, params.id)
         if (Option.isNone(revoked)) {
@@ -97,7 +102,7 @@ const ApiKeysGroupLive = HttpApiBuilder.group(
         }
         // Committed: this process forgets its local blocks now; the others on the NOTIFY.
         yield* limiter.forgetSchool(schoolId)
-        return { success: true as const, data: revoked.value }
+        return revoked.value
       }))
   })
 )

@@ -1,7 +1,7 @@
 /**
  * Handlers of the back office's webhook subscriptions
- * (libs/domain/src/api/backoffice/Webhooks.ts; spec 5.3, 6.1;
- * docs/decisions.md "Webhooks"): the role, checked before decoding
+ * (libs/domain/src/api/backoffice/Webhooks.ts; docs/back-office.md
+ * "Webhooks"; docs/decisions.md "Webhooks"): the role, checked before decoding
  * (`RoleCheck`, apps/api/src/BackOfficeAuth.ts), the receiver-URL rule with its DNS lookup (the
  * rule is libs/domain/src/ReceiverAddress.ts; the lookup and the check of
  * every address are libs/runtime/src/ReceiverHosts.ts, the same service the
@@ -11,9 +11,9 @@
  * repository (its `Creation` and `Queued` outcomes); their answers, 409
  * CONFLICT and 429 TOO_MANY_ATTEMPTS with Retry-After, are made here.
  * `WebhooksRepositories` names the persistence services they need;
- * Server.ts provides them with the rest, and `webhookConfigLayer` gives the
- * settings (WEBHOOK_ALLOW_INSECURE_URLS, WEBHOOK_SECRET_KEY,
- * WEBHOOK_MAX_SUBSCRIPTIONS, WEBHOOK_ACTIONS_PER_MINUTE).
+ * Server.ts provides them with the rest. The handlers read their settings
+ * when the API starts (`webhookSettings`: WEBHOOK_ALLOW_INSECURE_URLS,
+ * WEBHOOK_SECRET_KEY, WEBHOOK_MAX_SUBSCRIPTIONS, WEBHOOK_ACTIONS_PER_MINUTE).
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -23,13 +23,37 @@ import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import * as Errors from "@school/domain/BackOfficeErrors"
 import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"
 import { CurrentEmployee } from "@school/domain/api/BackOfficeMiddleware"
-import { normalizeEvents } from "@school/domain/api/backoffice/Webhooks"
+import { normalizeEvents } from "@school/domain/WebhookSubscriptions"
 import * as Pagination from "@school/domain/Pagination"
 import { DEFAULT_ACTIONS_PER_MINUTE, DEFAULT_MAX_SUBSCRIPTIONS } from "@school/domain/WebhookLimits"
 import { parseReceiverUrl, type Policy } from "@school/domain/ReceiverAddress"
 import * as WebhookSecret from "@school/domain/WebhookSecret"
 import { type Created, type Creation, type Queued, Webhooks } from "@school/persistence/Webhooks"
 import * as ReceiverHosts from "@school/runtime/ReceiverHosts"
+import * as SettingKinds from "@school/runtime/SettingKinds"
+import type { InvalidSetting } from "@school/runtime/SettingKinds"
+import { WEBHOOK_ALLOW_INSECURE_URLS, WEBHOOK_SECRET_KEY } from "@school/runtime/Settings"
+
+/**
+ * `WEBHOOK_MAX_SUBSCRIPTIONS` (docs/operations.md "Settings"; docs/back-office.md
+ * "Webhook limits"): subscriptions one school may have.
+ */
+export const WEBHOOK_MAX_SUBSCRIPTIONS = SettingKinds.make(
+  "WEBHOOK_MAX_SUBSCRIPTIONS",
+  SettingKinds.integer(1, 10_000),
+  DEFAULT_MAX_SUBSCRIPTIONS
+)
+
+/**
+ * `WEBHOOK_ACTIONS_PER_MINUTE` (docs/operations.md "Settings"; docs/back-office.md
+ * "Webhook limits"): accepted `test`, `resend` and `recover` calls per
+ * subscription per minute.
+ */
+export const WEBHOOK_ACTIONS_PER_MINUTE = SettingKinds.make(
+  "WEBHOOK_ACTIONS_PER_MINUTE",
+  SettingKinds.integer(1, 10_000),
+  DEFAULT_ACTIONS_PER_MINUTE
+)
 
 /** The webhook settings the handlers use (docs/operations.md "Settings"). */
 export interface WebhookSettings {
@@ -37,51 +61,34 @@ export interface WebhookSettings {
   readonly allowInsecureUrls: boolean
   /** The key new secrets are encrypted with (WEBHOOK_SECRET_KEY, else the development key). */
   readonly secretKey: WebhookSecret.SecretKey
-  /** WEBHOOK_MAX_SUBSCRIPTIONS: subscriptions one school may have. */
+  /** WEBHOOK_MAX_SUBSCRIPTIONS. */
   readonly maxSubscriptions: number
-  /** WEBHOOK_ACTIONS_PER_MINUTE: accepted `test`, `resend` and `recover` calls per subscription per minute. */
+  /** WEBHOOK_ACTIONS_PER_MINUTE. */
   readonly actionsPerMinute: number
 }
-
-/** The settings; defaults: https and public receivers only, the development key, the limits' defaults. */
-export const WebhookConfig = Context.Reference<WebhookSettings>("school/api/WebhookConfig", {
-  defaultValue: () => ({
-    allowInsecureUrls: false,
-    secretKey: WebhookSecret.DEVELOPMENT_KEY,
-    maxSubscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
-    actionsPerMinute: DEFAULT_ACTIONS_PER_MINUTE
-  })
-})
 
 export const DEVELOPMENT_KEY_WARNING =
   "WEBHOOK_SECRET_KEY is not set: webhook secrets are encrypted with the built-in development key; " +
   "set it (openssl rand -base64 32) before real receivers are subscribed"
 
+/** The settings as the handlers read them, when the API starts. */
+export const webhookSettings: Effect.Effect<WebhookSettings, InvalidSetting> = Effect.gen(function*() {
+  return {
+    allowInsecureUrls: yield* WEBHOOK_ALLOW_INSECURE_URLS,
+    secretKey: WebhookSecret.currentKey(yield* WEBHOOK_SECRET_KEY),
+    maxSubscriptions: yield* WEBHOOK_MAX_SUBSCRIPTIONS,
+    actionsPerMinute: yield* WEBHOOK_ACTIONS_PER_MINUTE
+  }
+})
+
 /**
- * The settings as the process reads them. Without WEBHOOK_SECRET_KEY the
- * API logs one warning when it starts: secrets are encrypted with the
- * development key.
+ * The API process's warning at start (apps/api/src/Server.ts
+ * `ServerLayerNoDeps`): without WEBHOOK_SECRET_KEY, one line saying that
+ * secrets are encrypted with the development key.
  */
-export const webhookConfigLayer = (options: {
-  readonly allowInsecureUrls: boolean
-  readonly secretKey: Option.Option<Uint8Array>
-  /** WEBHOOK_MAX_SUBSCRIPTIONS (the setting's default when omitted). */
-  readonly maxSubscriptions?: number | undefined
-  /** WEBHOOK_ACTIONS_PER_MINUTE (the setting's default when omitted). */
-  readonly actionsPerMinute?: number | undefined
-}) =>
-  Layer.effect(
-    WebhookConfig,
-    Effect.as(
-      Option.isNone(options.secretKey) ? Effect.logWarning(DEVELOPMENT_KEY_WARNING) : Effect.void,
-      {
-        allowInsecureUrls: options.allowInsecureUrls,
-        secretKey: WebhookSecret.currentKey(options.secretKey),
-        maxSubscriptions: options.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS,
-        actionsPerMinute: options.actionsPerMinute ?? DEFAULT_ACTIONS_PER_MINUTE
-      }
-    )
-  )
+export const DevelopmentKeyWarning = Layer.effectDiscard(Effect.gen(function*() {
+  if (Option.isNone(yield* WEBHOOK_SECRET_KEY)) yield* Effect.logWarning(DEVELOPMENT_KEY_WARNING)
+}))
 
 /** How long a receiver host's DNS lookup may take before the URL is refused (libs/runtime/src/ReceiverHosts.ts). */
 export const RESOLVE_TIMEOUT = ReceiverHosts.RESOLVE_TIMEOUT
@@ -155,7 +162,7 @@ const WebhooksGroupLive = HttpApiBuilder.group(
   "webhooks",
   Effect.fnUntraced(function*(handlers) {
     const webhooks = yield* Webhooks
-    const config = yield* WebhookConfig
+    const config = yield* webhookSettings
     const resolve = yield* HostResolver
     const policy: Policy = { allowInsecure: config.allowInsecureUrls }
 
@@ -181,7 +188,7 @@ const WebhooksGroupLive = HttpApiBuilder.group(
     })
 
     return handlers
-      .handle("create", Effect.fnUntraced(function*({ payload }) {
+      .handle("create", Effect.fn("BackOfficeApi.webhooks.create")(function*({ payload }) {
         const { schoolId } = yield* CurrentEmployee
         const url = yield* checkUrl(payload.url)
         const secret = WebhookSecret.generateSecret()
@@ -192,21 +199,21 @@ const WebhooksGroupLive = HttpApiBuilder.group(
             secretCiphertext: WebhookSecret.encrypt(config.secretKey, secret)
           }, config.maxSubscriptions)
         )
-        return { success: true as const, data: { ...subscription, secret } }
+        return { ...subscription, secret }
       }))
-      .handle("list", Effect.fnUntraced(function*({ query }) {
+      .handle("list", Effect.fn("BackOfficeApi.webhooks.list")(function*({ query }) {
         const { schoolId } = yield* CurrentEmployee
         const page = Pagination.pageRequest(query)
         const { items, total } = yield* webhooks.list(schoolId, page)
-        return { success: true as const, data: items, meta: Pagination.meta(page, total) }
+        return { data: items, meta: Pagination.meta(page, total) }
       }))
-      .handle("get", Effect.fnUntraced(function*({ params }) {
+      .handle("get", Effect.fn("BackOfficeApi.webhooks.get")(function*({ params }) {
         const { schoolId } = yield* CurrentEmployee
         const found = yield* webhooks.find(schoolId, params.id)
         if (Option.isNone(found)) return yield* subscriptionNotFound(params.id)
-        return { success: true as const, data: found.value }
+        return found.value
       }))
-      .handle("update", Effect.fnUntraced(function*({ params, payload }) {
+      .handle("update", Effect.fn("BackOfficeApi.webhooks.update")(function*({ params, payload }) {
         const { schoolId } = yield* CurrentEmployee
         // A missing subscription is 404 before its URL is looked at (no DNS lookup for nothing).
         if (Option.isNone(yield* webhooks.find(schoolId, params.id))) return yield* subscriptionNotFound(params.id)
@@ -216,37 +223,37 @@ const WebhooksGroupLive = HttpApiBuilder.group(
           events: payload.events === undefined ? undefined : normalizeEvents(payload.events)
         })
         if (Option.isNone(updated)) return yield* subscriptionNotFound(params.id)
-        return { success: true as const, data: updated.value }
+        return updated.value
       }))
-      .handle("disable", Effect.fnUntraced(function*({ params }) {
+      .handle("disable", Effect.fn("BackOfficeApi.webhooks.disable")(function*({ params }) {
         const { schoolId } = yield* CurrentEmployee
         const updated = yield* webhooks.setEnabled(schoolId, params.id, false)
         if (Option.isNone(updated)) return yield* subscriptionNotFound(params.id)
-        return { success: true as const, data: updated.value }
+        return updated.value
       }))
-      .handle("enable", Effect.fnUntraced(function*({ params }) {
+      .handle("enable", Effect.fn("BackOfficeApi.webhooks.enable")(function*({ params }) {
         const { schoolId } = yield* CurrentEmployee
         const updated = yield* webhooks.setEnabled(schoolId, params.id, true)
         if (Option.isNone(updated)) return yield* subscriptionNotFound(params.id)
-        return { success: true as const, data: updated.value }
+        return updated.value
       }))
-      .handle("delete", Effect.fnUntraced(function*({ params }) {
+      .handle("delete", Effect.fn("BackOfficeApi.webhooks.delete")(function*({ params }) {
         const { schoolId } = yield* CurrentEmployee
         if (!(yield* webhooks.remove(schoolId, params.id))) return yield* subscriptionNotFound(params.id)
-        return { success: true as const, data: { id: params.id } }
+        return { id: params.id }
       }))
-      .handle("test", Effect.fnUntraced(function*({ params }) {
+      .handle("test", Effect.fn("BackOfficeApi.webhooks.test")(function*({ params }) {
         const { schoolId } = yield* CurrentEmployee
         const eventId = yield* queued(params.id, yield* webhooks.queueTest(schoolId, params.id, config.actionsPerMinute))
-        return { success: true as const, data: { event_id: eventId } }
+        return { event_id: eventId }
       }))
-      .handle("deliveries", Effect.fnUntraced(function*({ params }) {
+      .handle("deliveries", Effect.fn("BackOfficeApi.webhooks.deliveries")(function*({ params }) {
         const { schoolId } = yield* CurrentEmployee
         const journal = yield* webhooks.journal(schoolId, params.id)
         if (Option.isNone(journal)) return yield* subscriptionNotFound(params.id)
-        return { success: true as const, data: journal.value }
+        return journal.value
       }))
-      .handle("delivery", Effect.fnUntraced(function*({ params }) {
+      .handle("delivery", Effect.fn("BackOfficeApi.webhooks.delivery")(function*({ params }) {
         const { schoolId } = yield* CurrentEmployee
         const found = yield* webhooks.delivery(schoolId, params.id, params.delivery_id)
         if (Option.isNone(found)) {
@@ -254,23 +261,23 @@ const WebhooksGroupLive = HttpApiBuilder.group(
           if (Option.isNone(yield* webhooks.find(schoolId, params.id))) return yield* subscriptionNotFound(params.id)
           return yield* new Errors.NotFound({ message: `Subscription ${params.id} has no delivery ${params.delivery_id}.` })
         }
-        return { success: true as const, data: found.value }
+        return found.value
       }))
-      .handle("resend", Effect.fnUntraced(function*({ params }) {
+      .handle("resend", Effect.fn("BackOfficeApi.webhooks.resend")(function*({ params }) {
         const { schoolId } = yield* CurrentEmployee
         const deliveryId = yield* queued(
           params.id,
           yield* webhooks.resend(schoolId, params.id, params.delivery_id, config.actionsPerMinute)
         )
-        return { success: true as const, data: { delivery_id: deliveryId } }
+        return { delivery_id: deliveryId }
       }))
-      .handle("recover", Effect.fnUntraced(function*({ params, payload }) {
+      .handle("recover", Effect.fn("BackOfficeApi.webhooks.recover")(function*({ params, payload }) {
         const { schoolId } = yield* CurrentEmployee
         const count = yield* queued(
           params.id,
           yield* webhooks.recover(schoolId, params.id, payload.since, payload.which ?? "failed", config.actionsPerMinute)
         )
-        return { success: true as const, data: { queued: count } }
+        return { queued: count }
       }))
   })
 )

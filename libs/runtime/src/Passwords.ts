@@ -1,7 +1,9 @@
 /**
- * Staff passwords (docs/operations.md "schools create": a slow hash). Stored as
- * `scrypt$N$r$p$salt$hash` (salt and hash base64url), so the cost can be
- * raised later without invalidating the hashes already stored.
+ * Staff passwords (docs/operations.md "schools create": a slow hash): hashing
+ * and checking them is CPU work, done here, outside persistence, which only
+ * stores and reads the hash. Stored as `scrypt$N$r$p$salt$hash` (salt and
+ * hash base64url), so the cost can be raised later without invalidating the
+ * hashes already stored.
  */
 import * as Effect from "effect/Effect"
 import { randomBytes, scrypt, timingSafeEqual } from "node:crypto"
@@ -40,6 +42,3 @@ export const verifyPassword = (password: string, stored: string): Effect.Effect<
     const key = yield* derive(password, salt, n, r, p, expected.length)
     return timingSafeEqual(key, expected)
   }).pipe(Effect.orElseSucceed(() => false))
-
-/** A hash no password matches: staff created without a login (e.g. demo teachers). */
-export const DISABLED_PASSWORD = "!"

@@ -14,12 +14,12 @@ import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"
 import { CurrentEmployee } from "@school/domain/api/BackOfficeMiddleware"
 import { retryAfterSeconds } from "@school/domain/RateLimit"
 import * as SessionRules from "@school/domain/Sessions"
-import { hashPassword, verifyPassword } from "@school/persistence/Passwords"
 import { Sessions } from "@school/persistence/Sessions"
 import * as AccessLog from "@school/runtime/AccessLog"
+import { hashPassword, verifyPassword } from "@school/runtime/Passwords"
+import * as SettingKinds from "@school/runtime/SettingKinds"
 import { randomBytes } from "node:crypto"
-import { SessionConfig } from "../BackOfficeAuth.ts"
-import * as Metrics from "../Metrics.ts"
+import * as Metrics from "../../Metrics.ts"
 
 /** Whether the request came over HTTPS, as the proxy in front says (`X-Forwarded-Proto`). */
 const viaHttps = (request: HttpServerRequest.HttpServerRequest) =>
@@ -39,6 +39,9 @@ const setCookie = (value: string, extra = "") =>
       Effect.succeed(HttpServerResponse.setHeader(response, "set-cookie", header))
     )
   })
+
+/** `SESSION_TTL` (docs/operations.md "Settings"): how long a back-office session lasts from sign-in. */
+export const SESSION_TTL = SettingKinds.make("SESSION_TTL", SettingKinds.positiveDuration, SessionRules.DEFAULT_TTL)
 
 /** Rounds of compare-and-set before a contended attempt is told to wait. */
 const ADMIT_ROUNDS = 5
@@ -70,9 +73,10 @@ export const LoginHandlersNoDeps = HttpApiBuilder.group(
   "login",
   Effect.fnUntraced(function*(handlers) {
     const sessions = yield* Sessions
+    const ttl = yield* SESSION_TTL
     // Verified when the e-mail is unknown, so both answers cost one scrypt.
     const dummyHash = yield* hashPassword(randomBytes(16).toString("base64url"))
-    return handlers.handle("create", Effect.fnUntraced(function*({ payload }) {
+    return handlers.handle("create", Effect.fn("BackOfficeApi.login.create")(function*({ payload }) {
       const admitted = yield* admit(sessions, payload.email)
       if (admitted > 0) {
         const retryAfter = retryAfterSeconds(admitted * 1000)
@@ -91,7 +95,6 @@ export const LoginHandlersNoDeps = HttpApiBuilder.group(
       if (Option.isNone(login) || !matches) return yield* wrongCredentials()
       yield* sessions.clearFailures(payload.email)
       yield* AccessLog.setSchool(login.value.school_id)
-      const { ttl } = yield* SessionConfig
       const token = SessionRules.generateToken()
       const created = yield* sessions.create(
         login.value.school_id,
@@ -100,10 +103,7 @@ export const LoginHandlersNoDeps = HttpApiBuilder.group(
         ttl
       )
       yield* setCookie(token)
-      return {
-        success: true as const,
-        data: { token, expires_at: created.expires_at, employee: login.value.employee }
-      }
+      return { token, expires_at: created.expires_at, employee: login.value.employee }
     }))
   })
 )
@@ -117,14 +117,14 @@ export const SessionsHandlersNoDeps = HttpApiBuilder.group(
       .handle("current", () =>
         Effect.gen(function*() {
           const current = yield* CurrentEmployee
-          return { success: true as const, data: { employee: current.employee, expires_at: current.expiresAt } }
+          return { employee: current.employee, expires_at: current.expiresAt }
         }))
       .handle("delete", () =>
         Effect.gen(function*() {
           const current = yield* CurrentEmployee
           yield* sessions.revoke(current.schoolId, current.sessionId)
           yield* setCookie("", "; Max-Age=0")
-          return { success: true as const, data: {} }
+          return {}
         }))
   })
 )
