@@ -1,5 +1,5 @@
 -- The schema as the migrations in libs/persistence/src/migrations build it:
--- 0001_core, 0100_writes, 0200_rate_limits, 0300_row_counts, 0400_idempotency_owner, 0500_sessions, 0510_back_office, 0540_attendance_first_attended, 0600_dispatcher, 0700_fair_delivery.
+-- 0001_core, 0100_writes, 0200_rate_limits, 0300_row_counts, 0400_idempotency_owner, 0500_sessions, 0510_back_office, 0540_attendance_first_attended, 0600_dispatcher, 0700_fair_delivery, 0800_outbox_traceparent.
 -- Written by test/persistence/schemaFile.test.ts from the catalog; do not edit.
 -- After a new migration: UPDATE_SCHEMA=1 npx vitest run test/persistence/schemaFile.test.ts
 
@@ -244,6 +244,7 @@ CREATE TABLE outbox_events (
   created_at timestamp with time zone DEFAULT now() NOT NULL,
   fanned_out_at timestamp with time zone,
   subscription_id integer,
+  traceparent text,
   CONSTRAINT outbox_events_pkey PRIMARY KEY (school_id, id),
   CONSTRAINT outbox_events_check CHECK (((event = 'webhook.test'::text) = (subscription_id IS NOT NULL))),
   CONSTRAINT outbox_events_event_check CHECK ((event = ANY (ARRAY['student.created'::text, 'lead.created'::text, 'group.enrolled'::text, 'lesson.completed'::text, 'payment.received'::text, 'webhook.test'::text]))),

@@ -1,6 +1,5 @@
 /**
- * The log lines of both real processes (issue 13 "Operators": Logs;
- * docs/operations.md "Log lines"), with LOG_LEVEL=debug and LOG_FORMAT=json:
+ * The log lines of both real processes (docs/operations.md "Log lines"), with LOG_LEVEL=debug and LOG_FORMAT=json:
  * a full scenario issues API keys, signs back-office staff in with their
  * password, creates webhook subscriptions, makes requests that carry a key
  * in the path and the query, a sign-in with a wrong password, writes whose

@@ -1,6 +1,5 @@
 /**
- * `/metrics` of both real processes (issue 13 "Operators": Metrics;
- * docs/operations.md "Metrics"): after real traffic (a 200, a 404 on a path
+ * `/metrics` of both real processes (docs/operations.md "Metrics"): after real traffic (a 200, a 404 on a path
  * holding a key and a school id, a 429 from the key's budget, an idempotent
  * replay, a delivered webhook and failed attempts up to the final failure),
  * each scrape is parsed by a real parser (`parse-prometheus-text-format`),

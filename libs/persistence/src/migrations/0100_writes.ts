@@ -1,5 +1,5 @@
 /**
- * The write side of the public API (issue 4): demo lessons, the outbox the
+ * The write side of the public API: demo lessons, the outbox the
  * dispatcher reads, and the idempotency records of the write endpoints.
  * Every table keeps `school_id` in its primary key, unique constraints and
  * foreign keys (docs/development.md "libs/persistence").
@@ -23,10 +23,10 @@ export const statements: ReadonlyArray<string> = [
      FOREIGN KEY (school_id, group_id) REFERENCES groups (school_id, id)
    )`,
 
-  // The outbox (spec 6.3, docs/development.md "apps/dispatcher"): one row per event,
+  // The outbox (docs/integrators.md "Event catalog", docs/development.md "apps/dispatcher"): one row per event,
   // inserted in the transaction of the write that caused it, so a rolled-back
   // write leaves none. `payload` is json, not jsonb, so the fields keep the
-  // specification's order and the dispatcher sends them as written.
+  // catalog's order and the dispatcher sends them as written.
   // `fanned_out_at` is for the dispatcher: NULL until it has turned the event
   // into deliveries; the partial index finds the pending ones.
   `CREATE TABLE outbox_events (
@@ -51,7 +51,7 @@ export const statements: ReadonlyArray<string> = [
   `CREATE TRIGGER outbox_events_notify AFTER INSERT ON outbox_events
      FOR EACH STATEMENT EXECUTE FUNCTION notify_outbox()`,
 
-  // Idempotency records (spec 4.3 rules 1-2, 8; docs/decisions.md "Idempotency"):
+  // Idempotency records (docs/integrators.md "Writing"; docs/decisions.md "Idempotency"):
   // one per (school, key, method + path). A row with completed_at NULL is a
   // claim by the attempt holding `token`; completed, it holds the response
   // to replay byte for byte. Claims are committed on their own, before the

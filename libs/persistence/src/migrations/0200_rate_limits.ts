@@ -1,12 +1,13 @@
 /**
- * The per-key rate limiter's shared state (spec 8, docs/decisions.md "Rate
+ * The per-key rate limiter's shared state (docs/integrators.md "Limits",
+ * docs/decisions.md "Rate
  * limits"): the transition of `@school/domain/RateLimit` written as SQL over
  * tables laid out so that a request costs O(1) work in PostgreSQL too, so
  * every API process decides on the same state in the same statement that
  * authenticates the key (`RateLimits.ts`). One migration for what was
  * written as 0200-0203 on one day and never released; a database migrated
- * with those four has exactly this schema (docs/decisions.md "The read side
- * (issue 2)", on migration numbers).
+ * with those four has exactly this schema (docs/decisions.md "The schema",
+ * on migration numbers).
  *
  * - `rate_limits`: one small row per key: `size` (the ring's length, the
  *   budget at its last acceptance), `head` (its oldest slot, 0-based, like

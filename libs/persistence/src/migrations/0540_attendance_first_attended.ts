@@ -1,5 +1,6 @@
 /**
- * Attendance remembers when a mark first became "attended" (spec 6.3;
+ * Attendance remembers when a mark first became "attended"
+ * (docs/integrators.md "lesson.completed";
  * docs/decisions.md "Writes"): `lesson.completed` fires once per lesson and
  * student, the first time the mark is 1, and never again for that pair,
  * whatever the mark does afterwards (1 → 2 → 1 raises nothing new).

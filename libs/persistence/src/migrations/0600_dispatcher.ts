@@ -1,5 +1,5 @@
 /**
- * The dispatcher's indexes (docs/decisions.md "Webhooks", spec 6.5): what
+ * The dispatcher's indexes (docs/decisions.md "Webhooks"): what
  * the delivery queue's claim reads (libs/persistence/src/DeliveryQueue.ts).
  *
  * - `webhook_deliveries_pending`: pending deliveries by subscription, then
