@@ -75,6 +75,7 @@ layer(Env, { excludeTestServices: true })("web panel serving", (it) => {
         "/crm/..%2fpackage.json",
         "/crm/%2e%2e%2f%2e%2e%2fServer.ts",
         "/crm/tsconfig.json",
+        "/crm/contract.d.ts",
         "/crm/index.html",
         "/crm/app.js/",
         "/crm/app.js%00",
@@ -107,10 +108,10 @@ layer(Env, { excludeTestServices: true })("web panel serving", (it) => {
       }
     }))
 
-  it.effect("the list is the folder: every file but the type-check settings is served, and no script is inline or from elsewhere", () =>
+  it.effect("the list is the folder: every file but the type check's (its settings, the contract's types) is served, and no script is inline or from elsewhere", () =>
     Effect.sync(() => {
       const served = PANEL_FILES.map(([, file]) => file).toSorted()
-      const present = readdirSync(panelDirectory).filter((file) => file !== "tsconfig.json").toSorted()
+      const present = readdirSync(panelDirectory).filter((file) => file !== "tsconfig.json" && !file.endsWith(".d.ts")).toSorted()
       assert.deepStrictEqual(served, present)
       const html = readFileSync(`${panelDirectory}index.html`, "utf8")
       const scripts = [...html.matchAll(/<script\b[^>]*>([\s\S]*?)<\/script>/gu)]

@@ -11,28 +11,73 @@
 
 const BASE = "/api/crm/v1"
 
-/** @typedef {"owner" | "administrator" | "manager" | "teacher"} Role */
-/** @typedef {{ id: number, name: string, email: string, role: Role }} Employee */
-/** @typedef {{ page: number, per_page: number, total: number }} Meta */
-/** @typedef {{ id: number, name: string, scope: "read" | "write", prefix: string, created_at: string, expires_at: string | null, revoked_at: string | null }} ApiKey */
-/** @typedef {ApiKey & { key: string }} IssuedKey */
-/** @typedef {"active" | "problematic" | "disabled"} WebhookStatus */
-/** @typedef {{ id: number, url: string, events: string[], status: WebhookStatus, created_at: string, updated_at: string, skipped_events: number }} Webhook */
-/** @typedef {{ id: number, url: string, events: string[], status: "active", secret: string, created_at: string }} CreatedWebhook */
-/** @typedef {"pending" | "delivered" | "failed" | "skipped"} DeliveryStatus */
-/** @typedef {{ id: number, webhook_id: string, event: string, status: DeliveryStatus, response_code: number | null, attempts: number, created_at: string, last_attempt_at: string | null, next_attempt_at: string | null }} JournalEntry */
-/** @typedef {{ attempt: number, at: string, response_code: number | null, error: string | null, duration_ms: number }} Attempt */
-/** @typedef {JournalEntry & { body: string | null, attempts_detail: Attempt[] }} Delivery */
-/** @typedef {{ id: number, kind: "subscription_problematic" | "task_assigned", message: string, subscription_id: number | null, created_at: string, read_at: string | null }} Notification */
-/** @typedef {{ id: number, title: string, lead_id: number, assignee_id: number | null, created_at: string }} Task */
-/** @typedef {{ id: number, name: string, phone: string, source: string, comment: string, funnel_id: number, pipeline_status_id: number, created_at: string, responsible_id: number | null }} Lead */
-/** @typedef {{ id: number, name: string, priority: number, auto_task_title: string | null }} FunnelStatus */
-/** @typedef {{ id: number, name: string, is_main: boolean, statuses: FunnelStatus[] }} Funnel */
-
-/** @typedef {{ status: number, code: string, message: string, fields?: Record<string, string | string[]>, retryAfter?: number }} Failure */
+/*
+ * The wire types are the back office's OpenAPI document's (contract.d.ts,
+ * generated from it by apps/cli/src/panelContract.ts): `npm run typecheck`
+ * holds the panel to the contract, and a change to the contract that the
+ * panel does not follow fails there.
+ */
+/** @typedef {import("./contract").operations} Operations */
+/** @typedef {import("./contract").components["schemas"]} Schemas */
+/** @typedef {keyof Operations} OperationId */
 /**
+ * The body of a success among an operation's responses (200, 201 or 202).
+ * @template Responses
+ * @typedef {{ [Status in keyof Responses]: Status extends 200 | 201 | 202 ? Responses[Status] extends { content: { "application/json": infer Body } } ? Body : never : never }[keyof Responses]} SuccessBody
+ */
+/**
+ * What operation `Id` answers on success: `{ success: true, data, meta? }`.
+ * @template {OperationId} Id
+ * @typedef {SuccessBody<Operations[Id]["responses"]>} Success
+ */
+/**
+ * The `data` of operation `Id`'s success.
+ * @template {OperationId} Id
+ * @typedef {Success<Id> extends { data: infer Data } ? Data : never} Data
+ */
+/**
+ * The JSON body operation `Id` takes.
+ * @template {OperationId} Id
+ * @typedef {Operations[Id]["requestBody"] extends { content: { "application/json": infer Body } } | undefined ? Body : never} Body
+ */
+
+/** @typedef {Data<"sessions.current">["employee"]} Employee */
+/** @typedef {Employee["role"]} Role */
+/** @typedef {Success<"webhooks.list">["meta"]} Meta */
+/** @typedef {Data<"apiKeys.list">[number]} ApiKey */
+/** @typedef {Data<"apiKeys.create">} IssuedKey */
+/** @typedef {Data<"webhooks.get">} Webhook */
+/** @typedef {Webhook["status"]} WebhookStatus */
+/** @typedef {Data<"webhooks.create">} CreatedWebhook */
+/** @typedef {Data<"webhooks.deliveries">[number]} JournalEntry */
+/** @typedef {JournalEntry["status"]} DeliveryStatus */
+/** @typedef {Data<"webhooks.delivery">} Delivery */
+/** @typedef {Delivery["attempts_detail"][number]} Attempt */
+/** @typedef {Schemas["Notification"]} Notification */
+/** @typedef {Schemas["Task"]} Task */
+/** @typedef {Schemas["CrmLead"]} Lead */
+/** @typedef {Schemas["FunnelStatus"]} FunnelStatus */
+/** @typedef {Schemas["Funnel"]} Funnel */
+/**
+ * Every error code of the back office's error envelopes.
+ * @typedef {{ [Name in keyof Schemas]: Schemas[Name] extends { success: false, code: infer Code } ? Code : never }[keyof Schemas]} ErrorCode
+ */
+
+/**
+ * A call that failed: the server's envelope, or `NETWORK` (no answer) or
+ * `UNKNOWN` (an answer without the envelope).
+ * @typedef {{ status: number, code: ErrorCode | "NETWORK" | "UNKNOWN", message: string, fields?: Record<string, string | string[]>, retryAfter?: number }} Failure
+ */
+/**
+ * An answer: the envelope's `data` and `meta` (lists only; a fixed one otherwise), or its error.
  * @template T
- * @typedef {{ ok: true, status: number, data: T, meta: Meta & { unread?: number } } | ({ ok: false } & Failure)} Reply
+ * @template [M=Meta]
+ * @typedef {{ ok: true, status: number, data: T, meta: M } | ({ ok: false } & Failure)} Reply
+ */
+/**
+ * What the call of operation `Id` resolves with.
+ * @template {OperationId} Id
+ * @typedef {Reply<Data<Id>, Success<Id> extends { meta: infer M } ? M : Meta>} Answer
  */
 
 /** @type {(failure: Failure) => void} */
@@ -47,13 +92,15 @@ export const onSessionEnded = (handler) => {
 }
 
 /**
- * One call. JSON in, the envelope out; never throws.
+ * One call. JSON in, the envelope out; never throws. What it answers is
+ * what the caller's `Answer<…>` says, the document's type for the operation.
  * @template T
+ * @template [M=Meta]
  * @param {"GET" | "POST" | "PATCH" | "DELETE"} method
  * @param {string} path under `/api/crm/v1`
  * @param {unknown} [body]
  * @param {{ quiet?: boolean }} [options] `quiet`: a 401 is only returned, not reported as a session that ended
- * @returns {Promise<Reply<T>>}
+ * @returns {Promise<Reply<T, M>>}
  */
 const call = async (method, path, body, options = {}) => {
   /** @type {Record<string, string>} */
@@ -79,11 +126,11 @@ const call = async (method, path, body, options = {}) => {
   } catch {
     json = undefined
   }
-  const envelope = /** @type {{ success?: boolean, data?: T, meta?: Meta, code?: string, message?: string, fields?: Record<string, string | string[]> } | undefined} */ (
+  const envelope = /** @type {{ success?: boolean, data?: T, meta?: M, code?: ErrorCode, message?: string, fields?: Record<string, string | string[]> } | undefined} */ (
     typeof json === "object" && json !== null ? json : undefined
   )
   if (response.ok && envelope?.success === true) {
-    return { ok: true, status: response.status, data: /** @type {T} */ (envelope.data), meta: envelope.meta ?? { page: 1, per_page: 0, total: 0 } }
+    return { ok: true, status: response.status, data: /** @type {T} */ (envelope.data), meta: /** @type {M} */ (envelope.meta ?? { page: 1, per_page: 0, total: 0 }) }
   }
   const retryAfter = Number(response.headers.get("retry-after") ?? "")
   /** @type {Failure} */
@@ -102,68 +149,68 @@ const call = async (method, path, body, options = {}) => {
 const paged = (/** @type {number} */ page, /** @type {number} */ perPage) => `?page=${page}&per_page=${perPage}`
 
 // Sessions
-/** @returns {Promise<Reply<{ token: string, expires_at: string, employee: Employee }>>} */
+/** @returns {Promise<Answer<"login.create">>} */
 export const signIn = (/** @type {string} */ email, /** @type {string} */ password) =>
   call("POST", "/sessions", { email, password }, { quiet: true })
-/** @returns {Promise<Reply<{ employee: Employee, expires_at: string }>>} */
+/** @returns {Promise<Answer<"sessions.current">>} */
 export const currentSession = () => call("GET", "/sessions/current", undefined, { quiet: true })
-/** @returns {Promise<Reply<{}>>} */
+/** @returns {Promise<Answer<"sessions.delete">>} */
 export const signOut = () => call("DELETE", "/sessions/current", undefined, { quiet: true })
 
 // API keys
-/** @returns {Promise<Reply<ApiKey[]>>} */
+/** @returns {Promise<Answer<"apiKeys.list">>} */
 export const listKeys = (page = 1, perPage = 20) => call("GET", `/api-keys${paged(page, perPage)}`)
-/** @returns {Promise<Reply<IssuedKey>>} */
-export const issueKey = (/** @type {{ name: string, scope: string, expires_at?: string }} */ body) => call("POST", "/api-keys", body)
-/** @returns {Promise<Reply<ApiKey>>} */
+/** @returns {Promise<Answer<"apiKeys.create">>} */
+export const issueKey = (/** @type {Body<"apiKeys.create">} */ body) => call("POST", "/api-keys", body)
+/** @returns {Promise<Answer<"apiKeys.revoke">>} */
 export const revokeKey = (/** @type {number} */ id) => call("DELETE", `/api-keys/${id}`)
 
 // Webhooks
-/** @returns {Promise<Reply<Webhook[]>>} */
+/** @returns {Promise<Answer<"webhooks.list">>} */
 export const listWebhooks = (page = 1, perPage = 20) => call("GET", `/webhooks${paged(page, perPage)}`)
-/** @returns {Promise<Reply<Webhook>>} */
+/** @returns {Promise<Answer<"webhooks.get">>} */
 export const getWebhook = (/** @type {number} */ id) => call("GET", `/webhooks/${id}`)
-/** @returns {Promise<Reply<CreatedWebhook>>} */
-export const createWebhook = (/** @type {{ url: string, events: string[] }} */ body) => call("POST", "/webhooks", body)
-/** @returns {Promise<Reply<Webhook>>} */
-export const updateWebhook = (/** @type {number} */ id, /** @type {{ url?: string, events?: string[] }} */ body) =>
+/** @returns {Promise<Answer<"webhooks.create">>} */
+export const createWebhook = (/** @type {Body<"webhooks.create">} */ body) => call("POST", "/webhooks", body)
+/** @returns {Promise<Answer<"webhooks.update">>} */
+export const updateWebhook = (/** @type {number} */ id, /** @type {Body<"webhooks.update">} */ body) =>
   call("PATCH", `/webhooks/${id}`, body)
-/** @returns {Promise<Reply<Webhook>>} */
+/** @returns {Promise<Answer<"webhooks.enable" | "webhooks.disable">>} */
 export const setWebhookEnabled = (/** @type {number} */ id, /** @type {boolean} */ enabled) =>
   call("POST", `/webhooks/${id}/${enabled ? "enable" : "disable"}`)
-/** @returns {Promise<Reply<{ event_id: number }>>} */
+/** @returns {Promise<Answer<"webhooks.test">>} */
 export const sendTest = (/** @type {number} */ id) => call("POST", `/webhooks/${id}/test`)
-/** @returns {Promise<Reply<JournalEntry[]>>} */
+/** @returns {Promise<Answer<"webhooks.deliveries">>} */
 export const journal = (/** @type {number} */ id) => call("GET", `/webhooks/${id}/deliveries`)
-/** @returns {Promise<Reply<Delivery>>} */
+/** @returns {Promise<Answer<"webhooks.delivery">>} */
 export const delivery = (/** @type {number} */ id, /** @type {number} */ deliveryId) => call("GET", `/webhooks/${id}/deliveries/${deliveryId}`)
-/** @returns {Promise<Reply<{ delivery_id: number }>>} */
+/** @returns {Promise<Answer<"webhooks.resend">>} */
 export const resend = (/** @type {number} */ id, /** @type {number} */ deliveryId) =>
   call("POST", `/webhooks/${id}/deliveries/${deliveryId}/resend`)
-/** @returns {Promise<Reply<{ id: number }>>} */
+/** @returns {Promise<Answer<"webhooks.delete">>} */
 export const deleteWebhook = (/** @type {number} */ id) => call("DELETE", `/webhooks/${id}`)
 /**
  * Queues again this subscription's deliveries that ended `failed` (or were
  * `skipped`) at or after `since`; `failed` is the server's default, so it is not sent.
- * @returns {Promise<Reply<{ queued: number }>>}
+ * @returns {Promise<Answer<"webhooks.recover">>}
  */
-export const recover = (/** @type {number} */ id, /** @type {string} */ since, /** @type {"failed" | "skipped"} */ which = "failed") =>
+export const recover = (/** @type {number} */ id, /** @type {string} */ since, /** @type {NonNullable<Body<"webhooks.recover">["which"]>} */ which = "failed") =>
   call("POST", `/webhooks/${id}/recover`, which === "failed" ? { since } : { since, which })
 
 // Inbox
-/** @returns {Promise<Reply<Notification[]>>} */
+/** @returns {Promise<Answer<"inbox.notifications">>} */
 export const notifications = (page = 1, perPage = 20) => call("GET", `/notifications${paged(page, perPage)}`)
-/** @returns {Promise<Reply<Notification>>} */
+/** @returns {Promise<Answer<"inbox.read">>} */
 export const markRead = (/** @type {number} */ id) => call("POST", `/notifications/${id}/read`)
-/** @returns {Promise<Reply<Task[]>>} */
+/** @returns {Promise<Answer<"inbox.tasks">>} */
 export const tasks = (page = 1, perPage = 100) => call("GET", `/tasks${paged(page, perPage)}`)
 
 // Leads
-/** @returns {Promise<Reply<Lead[]>>} */
+/** @returns {Promise<Answer<"leads.list">>} */
 export const leads = (page = 1, perPage = 20) => call("GET", `/leads${paged(page, perPage)}`)
-/** @returns {Promise<Reply<Funnel[]>>} */
+/** @returns {Promise<Answer<"leads.funnels">>} */
 export const funnels = () => call("GET", `/funnels${paged(1, 100)}`)
-/** @returns {Promise<Reply<Lead>>} */
+/** @returns {Promise<Answer<"leads.move">>} */
 export const moveLead = (/** @type {number} */ id, /** @type {number} */ statusId) => call("POST", `/leads/${id}/status`, { status_id: statusId })
-/** @returns {Promise<Reply<Employee[]>>} */
+/** @returns {Promise<Answer<"employees.list">>} */
 export const employees = () => call("GET", `/employees${paged(1, 100)}`)

@@ -7,6 +7,7 @@
  * and a 403 that is reached anyway is shown as such.
  */
 import * as Api from "./api.js"
+import { ACCESS } from "./contract-lists.js"
 import { h, replace } from "./dom.js"
 import { renderKeys } from "./keys.js"
 import { renderLeads } from "./leads.js"
@@ -32,26 +33,22 @@ import { renderWebhooks } from "./webhooks.js"
  * }} ViewContext
  */
 
-/** Full access (docs/back-office.md "Roles"). */
-const FULL = /** @type {ReadonlyArray<Role>} */ (["owner", "administrator"])
-/** The lead section. */
-const LEADS = /** @type {ReadonlyArray<Role>} */ (["owner", "administrator", "manager"])
-const EVERYONE = /** @type {ReadonlyArray<Role>} */ (["owner", "administrator", "manager", "teacher"])
-
 /**
  * The sections, in the navigation's order; `nav: false` is a page inside a section.
+ * A section is offered to the roles that may call the operation its view reads
+ * (docs/back-office.md "Roles"), as the contract says (contract-lists.js).
  * @type {ReadonlyArray<{ pattern: RegExp, label: string, href: string, roles: ReadonlyArray<Role>, nav: boolean, render: (context: ViewContext) => Promise<void> }>}
  */
 const ROUTES = [
-  { pattern: /^#\/leads$/u, label: "Leads", href: "#/leads", roles: LEADS, nav: true, render: renderLeads },
-  { pattern: /^#\/keys$/u, label: "API keys", href: "#/keys", roles: FULL, nav: true, render: renderKeys },
-  { pattern: /^#\/webhooks$/u, label: "Webhooks", href: "#/webhooks", roles: FULL, nav: true, render: renderWebhooks },
-  { pattern: /^#\/webhooks\/(\d+)$/u, label: "Webhooks", href: "#/webhooks", roles: FULL, nav: false, render: renderWebhook },
+  { pattern: /^#\/leads$/u, label: "Leads", href: "#/leads", roles: ACCESS["leads.list"], nav: true, render: renderLeads },
+  { pattern: /^#\/keys$/u, label: "API keys", href: "#/keys", roles: ACCESS["apiKeys.list"], nav: true, render: renderKeys },
+  { pattern: /^#\/webhooks$/u, label: "Webhooks", href: "#/webhooks", roles: ACCESS["webhooks.list"], nav: true, render: renderWebhooks },
+  { pattern: /^#\/webhooks\/(\d+)$/u, label: "Webhooks", href: "#/webhooks", roles: ACCESS["webhooks.get"], nav: false, render: renderWebhook },
   {
     pattern: /^#\/webhooks\/(\d+)\/deliveries\/(\d+)$/u,
     label: "Webhooks",
     href: "#/webhooks",
-    roles: FULL,
+    roles: ACCESS["webhooks.delivery"],
     nav: false,
     render: renderDelivery
   },
@@ -59,14 +56,15 @@ const ROUTES = [
     pattern: /^#\/notifications$/u,
     label: "Notifications",
     href: "#/notifications",
-    roles: EVERYONE,
+    roles: ACCESS["inbox.notifications"],
     nav: true,
     render: renderNotifications
   }
 ]
 
-/** Where a role lands after signing in. */
-const home = (/** @type {Role} */ role) => FULL.includes(role) ? "#/webhooks" : LEADS.includes(role) ? "#/leads" : "#/notifications"
+/** Where a role lands after signing in: the webhooks, else the leads, else the notifications. */
+const home = (/** @type {Role} */ role) =>
+  ACCESS["webhooks.list"].includes(role) ? "#/webhooks" : ACCESS["leads.list"].includes(role) ? "#/leads" : "#/notifications"
 
 const main = /** @type {HTMLElement} */ (document.getElementById("main"))
 const nav = /** @type {HTMLElement} */ (document.getElementById("nav"))

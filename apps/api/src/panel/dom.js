@@ -384,7 +384,7 @@ export const table = (caption, columns, rows, options = {}) =>
 /**
  * What a failed call shows: a 403 as a matter of role, anything else with
  * the server's own message.
- * @param {{ status: number, code: string, message: string }} failure
+ * @param {Pick<import("./api.js").Failure, "status" | "code" | "message">} failure
  * @param {string} [doing] what was being done, e.g. "Could not load the keys."
  */
 export const problem = (failure, doing = "Something went wrong.") =>
@@ -400,7 +400,7 @@ export const problem = (failure, doing = "Something went wrong.") =>
  * in `formProblem`), anything else as one `problem`.
  * @param {Element} formProblem
  * @param {Record<string, { setError: (message: string | null) => void }>} fields
- * @param {{ status: number, code: string, message: string, fields?: Record<string, string | ReadonlyArray<string>> }} reply
+ * @param {import("./api.js").Failure} reply
  * @param {string} doing what was being done, e.g. "Could not issue the key."
  */
 export const showSubmitFailure = (formProblem, fields, reply, doing) => {

@@ -111,8 +111,9 @@ export const renderKeys = async (context) => {
     replace(issued)
     const nameValue = name.control.value.trim()
     const expiresValue = expires.control.value
-    /** @type {{ name: string, scope: string, expires_at?: string }} */
-    const body = { name: nameValue, scope: scope.control.value }
+    // The select offers only the contract's scopes; the server checks whatever arrives.
+    /** @type {import("./api.js").Body<"apiKeys.create">} */
+    const body = { name: nameValue, scope: /** @type {ApiKey["scope"]} */ (scope.control.value) }
     if (expiresValue !== "") body.expires_at = endOfDay(expiresValue)
     const reply = await Api.issueKey(body)
     if (!context.isCurrent()) return

@@ -6,6 +6,7 @@
  * the reader's tasks below.
  */
 import * as Api from "./api.js"
+import { ACCESS } from "./contract-lists.js"
 import { busy, empty, h, loading, notice, pager, problem, replace, table, time } from "./dom.js"
 
 /** @typedef {import("./app.js").ViewContext} ViewContext */
@@ -41,7 +42,7 @@ export const renderLeads = async (context) => {
   let page = 1
   /** @type {Map<number, string>} */
   const names = new Map([[employee.id, `${employee.name} (you)`]])
-  if (employee.role === "owner" || employee.role === "administrator") {
+  if (ACCESS["employees.list"].includes(employee.role)) {
     const staff = await Api.employees()
     if (staff.ok) for (const member of staff.data) if (member.id !== employee.id) names.set(member.id, member.name)
   }

@@ -10,6 +10,7 @@ import { badge, button, empty, h, loading, pager, problem, replace, time } from 
 /** @typedef {import("./app.js").ViewContext} ViewContext */
 /** @typedef {import("./api.js").Notification} Notification */
 
+/** What each kind of the contract is called here. @type {{ readonly [Kind in Notification["kind"]]: string }} */
 const KIND_LABEL = {
   subscription_problematic: "Webhook failing",
   task_assigned: "New task"

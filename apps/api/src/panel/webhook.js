@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * One webhook subscription (docs/back-office.md "Webhooks"; spec 6.1): its
+ * One webhook subscription (docs/back-office.md "Webhooks"): its
  * state, URL and events, changing them, disabling (after saying what that
  * means: events are journaled as skipped, not sent) and enabling it,
  * deleting it, sending a test event, the journal of the last 50 deliveries

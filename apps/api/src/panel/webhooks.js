@@ -5,19 +5,27 @@
  * is shown here once with how a receiver verifies it.
  */
 import * as Api from "./api.js"
+import { EVENTS as EVENT_NAMES } from "./contract-lists.js"
 import { badge, checkboxes, empty, field, form, h, loading, notice, pager, problem, replace, secretBox, showFieldErrors, showSubmitFailure, table, time } from "./dom.js"
 
 /** @typedef {import("./app.js").ViewContext} ViewContext */
 /** @typedef {import("./api.js").WebhookStatus} WebhookStatus */
+/** @typedef {import("./api.js").Webhook["events"][number]} Event */
 
-/** The events a subscription may receive (spec 6.3), in the catalog's order. */
-export const EVENTS = [
-  { value: "student.created", label: "student.created", hint: "a student is registered" },
-  { value: "lead.created", label: "lead.created", hint: "a lead arrives" },
-  { value: "group.enrolled", label: "group.enrolled", hint: "a student joins a group" },
-  { value: "lesson.completed", label: "lesson.completed", hint: "a student attended a lesson" },
-  { value: "payment.received", label: "payment.received", hint: "a payment is posted" }
-]
+/** What each event means, in a few words: every event of the contract has one. @type {{ readonly [Name in Event]: string }} */
+const HINTS = {
+  "student.created": "a student is registered",
+  "lead.created": "a lead arrives",
+  "group.enrolled": "a student joins a group",
+  "lesson.completed": "a student attended a lesson",
+  "payment.received": "a payment is posted"
+}
+
+/**
+ * The events a subscription may receive (docs/integrators.md "Event catalog"), in the catalog's
+ * order: the contract's list (contract-lists.js), each with its hint.
+ */
+export const EVENTS = EVENT_NAMES.map((value) => ({ value, label: value, hint: HINTS[value] }))
 
 /** @param {WebhookStatus} status */
 export const statusBadge = (status) =>

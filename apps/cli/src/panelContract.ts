@@ -1,0 +1,191 @@
+/**
+ * `npm run panel:contract`: the web panel's copy of the back-office contract (docs/back-office.md
+ * "Web panel"), generated, never written by hand. Two files beside the panel:
+ *
+ * - `apps/api/src/panel/contract.d.ts`: the back office's OpenAPI document (the one served at
+ *   `/api/crm/v1/openapi.json`) as TypeScript types, by `openapi-typescript`. The panel's JSDoc
+ *   names its wire types from it (`import("./contract").operations["webhooks.get"]…`), and
+ *   `npm run typecheck` checks the panel against it.
+ * - `apps/api/src/panel/contract-lists.js`: what the panel needs of the contract at run time: the
+ *   events a subscription may receive (the document's enum) and the roles each operation admits
+ *   (docs/back-office.md "Roles"), keyed by the document's `operationId`. The document does not
+ *   carry the roles, so they are read from the contract the document is generated from (each
+ *   endpoint's `RequiredAccess`), and checked against the document's role enum.
+ *
+ * test/panel/contract.test.ts fails when a committed file is not what this writes. Like the
+ * bundler (build.ts) it is a development tool: `openapi-typescript` is a devDependency, and
+ * nothing that runs in production imports this module.
+ */
+import * as Context from "effect/Context"
+import * as Schema from "effect/Schema"
+import * as HttpApi from "effect/http-api/HttpApi"
+import * as OpenApi from "effect/http-api/OpenApi"
+import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"
+import { RequiredAccess, RoleCheck } from "@school/domain/api/BackOfficeMiddleware"
+import openapiTS, { astToString } from "openapi-typescript"
+import { writeFileSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+
+/** The generated files, from the repository root. */
+export const PANEL_CONTRACT_FILES = {
+  types: "apps/api/src/panel/contract.d.ts",
+  lists: "apps/api/src/panel/contract-lists.js"
+} as const
+
+export const REGENERATE = "npm run panel:contract"
+
+const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url))
+
+const Strings = Schema.Array(Schema.String)
+const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** The value at `keys` inside `value`, or `undefined`. */
+const at = (value: unknown, ...keys: ReadonlyArray<string>): unknown =>
+  keys.reduce<unknown>((inside, key) => isRecord(inside) ? inside[key] : undefined, value)
+
+/** Every operation of the document: its method, path and `operationId`, in the document's order. */
+const operationsOf = (document: unknown) => {
+  const paths = at(document, "paths")
+  return Object.entries(isRecord(paths) ? paths : {}).flatMap(([path, item]) =>
+    Object.entries(isRecord(item) ? item : {}).map(([method, operation]) => ({
+      method,
+      path,
+      id: String(at(operation, "operationId")),
+      operation
+    }))
+  )
+}
+
+/** The one operation `id` of the document; the generator stops when it is missing. */
+const operation = (document: unknown, id: string): unknown => {
+  const found = operationsOf(document).find((candidate) => candidate.id === id)
+  if (found === undefined) throw new Error(`panel contract: the back office's OpenAPI document has no operation ${id}`)
+  return found.operation
+}
+
+/** An enum of the document, the generator stopping when it is not where it is looked for. */
+const enumAt = (what: string, value: unknown): ReadonlyArray<string> => {
+  const decoded = Schema.decodeUnknownOption(Strings)(value)
+  if (decoded._tag === "None" || decoded.value.length === 0) {
+    throw new Error(`panel contract: the back office's OpenAPI document has no enum of ${what}`)
+  }
+  return decoded.value
+}
+
+/** `/api/crm/v1/webhooks/:id` as the document writes it: `/api/crm/v1/webhooks/{id}`. */
+const openApiPath = (path: string): string => path.replace(/:([A-Za-z0-9_]+)/g, "{$1}")
+
+/** The roles each operation behind `RoleCheck` admits, by "method path" as the document writes them. */
+const accessByRoute = (): ReadonlyMap<string, ReadonlyArray<string>> => {
+  const access = new Map<string, ReadonlyArray<string>>()
+  HttpApi.reflect(BackOfficeApi, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint, middleware }) => {
+      if (![...middleware].some((service) => service.key === RoleCheck.key)) return
+      access.set(`${endpoint.method.toLowerCase()} ${openApiPath(endpoint.path)}`, Context.get(endpoint.annotations, RequiredAccess))
+    }
+  })
+  return access
+}
+
+const literal = (value: string): string => JSON.stringify(value)
+const union = (values: ReadonlyArray<string>): string => values.map(literal).join(" | ")
+const array = (values: ReadonlyArray<string>): string => `[${values.map(literal).join(", ")}]`
+
+/** A generated file's opening comment: what it holds (its lines), where it comes from, how to regenerate it. */
+const HEADER = (what: ReadonlyArray<string>) =>
+  [
+    "/**",
+    ...what.map((line) => ` * ${line}`),
+    " * Generated by apps/cli/src/panelContract.ts from the back-office contract; do not edit.",
+    ` * After a change to the back-office contract: ${REGENERATE}`,
+    " */"
+  ].join("\n")
+
+/** The text of `contract-lists.js`, from the document and the contract. */
+const listsFile = (document: unknown): string => {
+  const roles = enumAt(
+    "roles (sessions.current: data.employee.role)",
+    at(
+      operation(document, "sessions.current"),
+      ..."responses 200 content application/json schema properties data properties employee properties role enum".split(" ")
+    )
+  )
+  const events = enumAt(
+    "events (webhooks.get: data.events)",
+    at(
+      operation(document, "webhooks.get"),
+      ..."responses 200 content application/json schema properties data properties events items enum".split(" ")
+    )
+  )
+  const access = accessByRoute()
+  const entries = operationsOf(document).flatMap(({ id, method, path }) => {
+    const admitted = access.get(`${method} ${path}`)
+    if (admitted === undefined) return []
+    const unknown = admitted.filter((role) => !roles.includes(role))
+    if (unknown.length > 0) throw new Error(`panel contract: ${id} admits ${unknown.join(", ")}, not a role of the document`)
+    return [{ id, admitted: roles.filter((role) => admitted.includes(role)) }]
+  })
+  if (entries.length !== access.size) {
+    throw new Error("panel contract: an operation of the contract behind RoleCheck is not in the back office's OpenAPI document")
+  }
+  return [
+    "// @ts-check",
+    HEADER([
+      "What the web panel needs of the back-office contract at run time: the events a subscription",
+      "may receive, and the roles each operation admits (docs/back-office.md \"Roles\"), so the panel",
+      "offers only what the reader's role may do."
+    ]),
+    "",
+    `/** @typedef {${union(roles)}} Role */`,
+    `/** @typedef {${union(events)}} Event */`,
+    "/**",
+    " * The operations behind the role check, by `operationId`.",
+    " * @typedef {(",
+    ...entries.map(({ id }, index) => ` *   ${index === 0 ? "  " : "| "}${literal(id)}`),
+    " * )} Operation",
+    " */",
+    "",
+    "/** The events a subscription may receive, in the document's order. @type {ReadonlyArray<Event>} */",
+    `export const EVENTS = ${array(events)}`,
+    "",
+    "/**",
+    " * The roles each operation admits; any other role is answered 403 FORBIDDEN.",
+    " * @type {{ readonly [Id in Operation]: ReadonlyArray<Role> }}",
+    " */",
+    "export const ACCESS = {",
+    entries.map(({ admitted, id }) => `  ${literal(id)}: ${array(admitted)}`).join(",\n"),
+    "}",
+    ""
+  ].join("\n")
+}
+
+/** The text of `contract.d.ts`: the document's types, by openapi-typescript. */
+const typesFile = async (document: unknown): Promise<string> => {
+  const ast = await openapiTS(JSON.stringify(document), { silent: true })
+  return `${
+    HEADER([
+      "The back office's OpenAPI document (`/api/crm/v1/openapi.json`) as TypeScript types, by",
+      "openapi-typescript, for the web panel's JSDoc (`import(\"./contract\").operations[…]`)."
+    ])
+  }\n\n${astToString(ast)}`
+}
+
+/** Both files' texts, from the back-office contract as it is now. */
+export const panelContract = async (): Promise<{ readonly types: string; readonly lists: string }> => {
+  const document: unknown = JSON.parse(JSON.stringify(OpenApi.fromApi(BackOfficeApi)))
+  return { types: await typesFile(document), lists: listsFile(document) }
+}
+
+/** Writes both files. */
+export const writePanelContract = async (): Promise<void> => {
+  const { lists, types } = await panelContract()
+  writeFileSync(REPO_ROOT + PANEL_CONTRACT_FILES.types, types)
+  writeFileSync(REPO_ROOT + PANEL_CONTRACT_FILES.lists, lists)
+}
+
+if (import.meta.main) {
+  await writePanelContract()
+  process.stderr.write(`panel contract: ${PANEL_CONTRACT_FILES.types}, ${PANEL_CONTRACT_FILES.lists}\n`)
+}
