@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- [--quick] [scenario …]]` (issue 3): starts PostgreSQL
+ * `npm run bench [-- [--quick] [scenario …]]`: starts PostgreSQL
  * (DATABASE_URL, else the embedded one in a temporary directory), loads the
  * data sets the chosen scenarios need, runs each scenario (its targets
  * started, measured in interleaved rounds, stopped), then prints the table

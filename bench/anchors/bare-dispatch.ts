@@ -1,6 +1,5 @@
 /**
- * The `bare-loop` anchor of the `dispatcher` scenario (issue 11
- * "Benchmark"): the floor of webhook delivery on this machine. It claims with
+ * The `bare-loop` anchor of the `dispatcher` scenario: the floor of webhook delivery on this machine. It claims with
  * the dispatcher's own claim statement (libs/persistence/src/DeliveryQueue.ts
  * `claim`, same driver, same pool size, same batch and caps), signs and
  * POSTs each stored body with the dispatcher's receiver client

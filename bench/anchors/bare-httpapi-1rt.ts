@@ -1,5 +1,5 @@
 /**
- * The `bare-httpapi-1rt` anchor (issue 14): `bare-httpapi` (one Effect
+ * The `bare-httpapi-1rt` anchor: `bare-httpapi` (one Effect
  * HttpApi route, no middleware, no logger, the same bytes) whose handler
  * makes ONE trivial database round trip per request (`SELECT 1`) through
  * the API's driver and pool (`@school/persistence/Sql`, 10 connections).

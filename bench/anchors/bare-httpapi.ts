@@ -1,5 +1,5 @@
 /**
- * The `bare-httpapi` anchor (issue 3): a minimal Effect HttpApi with the one
+ * The `bare-httpapi` anchor: a minimal Effect HttpApi with the one
  * route GET /api/public/v1/students answering the same bytes
  * (BENCH_BODY_FILE) with no middleware at all (no logger, no auth, no
  * envelope). The floor that our middleware stack adds to.

@@ -1,5 +1,5 @@
 /**
- * The `raw-http` anchor (issue 3): a bare `node:http` server answering every
+ * The `raw-http` anchor: a bare `node:http` server answering every
  * request with the same bytes (BENCH_BODY_FILE) and the API's content type.
  * For context: what Node itself costs per request on this machine.
  *

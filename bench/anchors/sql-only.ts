@@ -1,5 +1,5 @@
 /**
- * The `sql-only` anchor (issue 3): the statements one GET /students executes
+ * The `sql-only` anchor: the statements one GET /students executes
  * (the rate limiter's statement, which looks the key up by prefix and counts
  * the request, then the page with its total), issued through the same
  * repositories, driver and pool size as the API, from a bare loop with the

@@ -1,6 +1,6 @@
 /**
  * The machine a run measures on, and which cores each side of the
- * measurement gets (issue 3 "Harness": on a 2-core machine the server and the
+ * measurement gets (on a 2-core machine the server and the
  * load generator run on different cores, pinned with `taskset`).
  *
  * Placement on two or more cores: the process under test (API, peer, anchor

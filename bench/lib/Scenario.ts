@@ -123,7 +123,7 @@ export interface Scenario {
   readonly setup: (context: ScenarioContext) => Effect.Effect<ReadonlyArray<Target>, BenchError, Scope.Scope>
   /** Throughput ratios shown in the table: [subject, anchor] target ids. Default: the first target against each other. */
   readonly ratios?: ReadonlyArray<readonly [string, string]>
-  /** The goals of issue 3 (and later issues), judged on the medians. */
+  /** The scenario's goals, judged on the medians. */
   readonly goals: (figures: ReadonlyMap<string, Figures>) => ReadonlyArray<GoalResult>
 }
 

@@ -1,6 +1,5 @@
 /**
- * The `graphile-worker` anchor of the `dispatcher` scenario (issue 11
- * "Benchmark"): the general job queue a team would otherwise pick for
+ * The `graphile-worker` anchor of the `dispatcher` scenario: the general job queue a team would otherwise pick for
  * webhooks, written the way its documentation suggests: a task list with one
  * task, `run` with a concurrency equal to DISPATCHER_CONCURRENCY, one job per
  * delivery (the harness adds them in bulk with `addJobs`). The task sends the

@@ -1,5 +1,5 @@
 /**
- * The `peer` anchor (issue 3): GET /students and GET /students/{id} written
+ * The `peer` anchor: GET /students and GET /students/{id} written
  * plainly on Fastify + `pg`, the way an integrator's team would write them
  * without our stack. Same job as the API: look the key up by its prefix and
  * compare the SHA-256 of the secret in constant time, then the list and its

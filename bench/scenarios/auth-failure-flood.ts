@@ -1,5 +1,5 @@
 /**
- * `auth-failure-flood` (issue 9, docs/decisions.md "Rate limits"): the other
+ * `auth-failure-flood` (docs/decisions.md "Rate limits"): the other
  * keys' requests (the data set's keys, each far under its budget) while one
  * address floods the API with credentials that fail authentication, against
  * the same load with no flood. The flood is well-formed keys nobody issued,

@@ -1,5 +1,5 @@
 /**
- * `dispatcher` (issue 11 "Benchmark"; docs/decisions.md "The webhook
+ * `dispatcher` (docs/decisions.md "The webhook
  * dispatcher"): the webhook dispatcher process (apps/dispatcher/src/main.ts,
  * run as `npm run start:dispatcher` runs it, on the server core) against a
  * receiver in the harness that answers 204 at once, every delivery signed

@@ -4,7 +4,7 @@
  * validation, authentication with its rate limit, and the request logger cost,
  * against `bare-httpapi-1rt` (an Effect HttpApi route with no middleware that
  * makes one trivial database round trip per request: the floor for a limiter
- * shared through the database; the goal is against it, issue 14),
+ * shared through the database; the goal is against it),
  * `bare-httpapi` (the same route without the round trip) and `raw-http`
  * (node:http), all answering the same bytes.
  */

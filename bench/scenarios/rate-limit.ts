@@ -1,5 +1,5 @@
 /**
- * The per-key rate limiter (issue 5), two scenarios:
+ * The per-key rate limiter, two scenarios:
  *
  * - `rate-limit-cost`: an authenticated GET on the real API with the limiter
  *   (the default: every request is counted in the statement that looks the key

@@ -9,7 +9,7 @@
  *   are `meta.total` (a count over the whole school, or over every match, on
  *   every page) and deep offsets. At 10 000 students offset 100 000 is past
  *   the end: an empty page with the true total.
- * - A full sync at 1M (issue 14 "Sync that stays cheap"): the first and the
+ * - A full sync at 1M (docs/integrators.md "Keeping a copy in sync"): the first and the
  *   last page of a cursor walk (`starting_after`, per_page 100), judged on
  *   the database time per page (`Figures.dbMs`), with the deep OFFSET page
  *   (page 10 000 of 100, the last page of the same sync in the page-number

@@ -1,5 +1,5 @@
 /**
- * The public API's writes (issue 4): POST /leads on the 10 000-student school,
+ * The public API's writes: POST /leads on the 10 000-student school,
  * two targets on one API process:
  *
  * - `fresh`: a new Idempotency-Key on every request, so every request claims

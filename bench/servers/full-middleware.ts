@@ -15,11 +15,12 @@
  * Env: as the API (DATABASE_URL, PORT, HOST, LOG_LEVEL) and BENCH_SCHOOL_ID,
  * the school whose first page is served.
  */
-import { Effect, Layer, Option } from "effect"
-import { ApiSqlLayer, Repositories, ServerLayerNoDeps, serverOptions } from "@school/api/Server"
+import { Effect, Layer } from "effect"
+import { ApiSettings } from "@school/api/ApiSettings"
+import { ApiSqlLayer, Repositories, ServerLayerNoDeps } from "@school/api/Server"
 import * as Ids from "@school/domain/Ids"
 import { runMain } from "@school/runtime/Main"
-import { InvalidSetting, Settings } from "@school/runtime/Settings"
+import * as Settings from "@school/runtime/Settings"
 import { Students } from "@school/persistence/Students"
 
 /** The real repository for everything but the list, which is read once. */
@@ -33,17 +34,10 @@ const StudentsFromMemory = Layer.effect(
   })
 ).pipe(Layer.provide(Students.layer))
 
-const program = Effect.gen(function*() {
-  const settings = yield* Settings
-  if (Option.isNone(settings.databaseUrl)) {
-    return yield* new InvalidSetting({ setting: "DATABASE_URL", expected: "a postgres:// URL", got: "" })
-  }
-  const options = serverOptions(settings, settings.databaseUrl.value)
-  return yield* Layer.launch(ServerLayerNoDeps(options).pipe(
-    Layer.provide(StudentsFromMemory),
-    Layer.provide(Repositories),
-    Layer.provide(ApiSqlLayer(options))
-  ))
-}).pipe(Effect.provide(Settings.layerWithLogging))
+const program = Layer.launch(ServerLayerNoDeps.pipe(
+  Layer.provide(StudentsFromMemory),
+  Layer.provide(Repositories),
+  Layer.provide(ApiSqlLayer)
+)).pipe(Effect.provide(Settings.layer(ApiSettings)))
 
 runMain(program)

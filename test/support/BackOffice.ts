@@ -13,7 +13,7 @@ import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Plan } from "@school/domain/Plans"
 import type { Role } from "@school/domain/Sessions"
-import { hashPassword } from "@school/persistence/Passwords"
+import { hashPassword } from "@school/runtime/Passwords"
 import { createSchool } from "@school/persistence/Schools"
 import { JSON_CONTENT_TYPE, type RawReply, type RawRequestError } from "./Clients.ts"
 import { TestServer } from "./TestServer.ts"
@@ -88,12 +88,12 @@ export const staffSchool = (plan?: Plan | null): Effect.Effect<StaffSchool, neve
       manager: `manager@${slug}.test`,
       teacher: `teacher@${slug}.test`
     }
+    const hash = yield* hashPassword(PASSWORD)
     const created = yield* createSchool({
       name: `School ${slug}`,
       plan: plan === undefined ? "pro" : plan,
-      owner: { name: "Olga Owner", email: emails.owner, password: PASSWORD }
+      owner: { name: "Olga Owner", email: emails.owner, passwordHash: hash }
     })
-    const hash = yield* hashPassword(PASSWORD)
     const ids: Record<Role, number> = { owner: created.owner_id, administrator: 0, manager: 0, teacher: 0 }
     for (const [role, name] of [["administrator", "Adam Admin"], ["manager", "Maria Manager"], ["teacher", "Tim Teacher"]] as const) {
       const rows = yield* sql<{ id: number }>`

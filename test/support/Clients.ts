@@ -51,7 +51,12 @@ export const typedClient = (baseUrl: string, options: TypedClientOptions = {}): 
     })
   }).pipe(Effect.provide(FetchHttpClient.layer))
 
-/** The client `HttpApiClient` derives from `BackOfficeApi`. */
+/**
+ * The client `HttpApiClient` derives from `BackOfficeApi`. A success decodes
+ * to its value (the `{ success: true, data }` envelope is the contract's
+ * schema transformation, libs/domain/src/api/BackOfficeMiddleware.ts); a
+ * list to `{ data, meta }`.
+ */
 export type BackOfficeClient = HttpApiClient.ForApi<typeof BackOfficeApi>
 
 /** The back office's client against `baseUrl`; `token`, when given, is sent as `Authorization: Session <token>`. */
@@ -174,7 +179,7 @@ export const rawClient = (baseUrl: string): RawClient => {
 
 const strict = { onExcessProperty: "error" } as const
 
-/** The error envelope (spec 7.1), as every error reply carries it. */
+/** The error envelope (docs/integrators.md "Responses and errors"), as every error reply carries it. */
 export const ErrorReply = Schema.Struct({
   error: Schema.Struct({
     code: Schema.String,

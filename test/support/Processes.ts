@@ -47,7 +47,9 @@ const settingNames = [
   "RATE_LIMIT_WINDOW",
   "SESSION_TTL",
   "SHUTDOWN_DELAY",
-  "SHUTDOWN_TIMEOUT"
+  "SHUTDOWN_TIMEOUT",
+  "OTEL_EXPORTER_OTLP_ENDPOINT",
+  "OTEL_SERVICE_NAME"
 ]
 
 const environment = (env: Readonly<Record<string, string>>): NodeJS.ProcessEnv => {

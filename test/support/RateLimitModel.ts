@@ -1,5 +1,5 @@
 /**
- * The reference model of the per-key limiter (spec 8, docs/decisions.md
+ * The reference model of the per-key limiter (docs/integrators.md "Limits", docs/decisions.md
  * "Rate limits"), written the obvious way: the list of every accepted timestamp.
  * A request at `at` is accepted when fewer than `budget` accepted timestamps
  * lie in `(at - window, at]`; otherwise the wait is the time until the

@@ -7,7 +7,8 @@
  * `TestDatabase.ts`. testcontainers is a devDependency: only the tests
  * import it.
  */
-import { type DatabaseStartError, fromUrl } from "@school/local-postgres/Database"
+import { fromUrl } from "@school/local-postgres/Database"
+import type { DatabaseStartError } from "@school/runtime/DatabaseConnection"
 import { embeddedTemporary } from "@school/local-postgres/EmbeddedPostgres"
 import { Config, type Duration, Effect, Option, type Scope } from "effect"
 

@@ -16,6 +16,11 @@
  *     }))
  *   })
  *
+ * Settings (docs/operations.md "Settings") come from `settings`, as the
+ * environment would give them (`{ IDEMPOTENCY_WAIT: "300ms" }`), and from
+ * nothing else: the test process's own environment does not reach the
+ * server, so an unset setting has its default.
+ *
  * The server lives on real time (sockets, pool timeouts, the rate limiter's
  * LISTEN): use it with `excludeTestServices: true` or in `it.live`, never
  * under the TestClock. What it logs is printed, so an unexpected 500 shows
@@ -25,21 +30,21 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { defaultOptions, RateLimitOptions } from "@school/api/RateLimiter"
 import { AppRoutes, createApiServer } from "@school/api/Server"
-import { IdempotencyConfig } from "@school/persistence/IdempotencyStore"
 import * as Sql from "@school/persistence/Sql"
 import * as AccessLog from "@school/runtime/AccessLog"
-import { Context, Duration, Effect, Layer, Logger } from "effect"
+import { SHUTDOWN_TIMEOUT } from "@school/runtime/Settings"
+import { ConfigProvider, Context, Effect, Layer, Logger } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { type PublicClient, type RawClient, rawClient, typedClient, type TypedClientOptions } from "./Clients.ts"
 import { type LogEntry, makeLogGate } from "./Logs.ts"
 import { TestDatabase } from "./TestDatabase.ts"
 
 export interface TestServerOptions {
-  /** IDEMPOTENCY_WAIT; the setting's default (2 s) when omitted. */
-  readonly idempotencyWait?: Duration.Input
+  /** The settings, by name, as the environment would give them; each one omitted has its default. */
+  readonly settings?: Readonly<Record<string, string>>
   /** The server's pool; 10 connections, as in production, when omitted. */
   readonly maxConnections?: number
-  /** The rate limiter's options over the specification's defaults (a budget, an injected clock). */
+  /** The rate limiter's options over the defaults (a budget, an injected clock). */
   readonly rateLimit?: Partial<RateLimitOptions>
 }
 
@@ -72,23 +77,19 @@ export class TestServer extends Context.Service<TestServer, {
       Layer.provide(
         // Request ids as the API process gives them; no access log (tests would print a line per request).
         HttpRouter.serve(AppRoutes, { disableLogger: true, disableListenLog: true, middleware: AccessLog.requestIds }).pipe(
-          Layer.provideMerge(NodeHttpServer.layer(createApiServer, { port: 0, host: "127.0.0.1" }))
+          Layer.provideMerge(Layer.unwrap(Effect.gen(function*() {
+            const shutdownTimeout = yield* SHUTDOWN_TIMEOUT
+            return NodeHttpServer.layer(() => createApiServer(shutdownTimeout), { port: 0, host: "127.0.0.1" })
+          })))
         )
       ),
       Layer.provide(Layer.succeed(RateLimitOptions, { ...defaultOptions, ...options.rateLimit })),
-      Layer.provide(
-        options.idempotencyWait === undefined
-          ? Layer.empty
-          : Layer.succeed(IdempotencyConfig, {
-            ...IdempotencyConfig.defaultValue(),
-            wait: Duration.fromInputUnsafe(options.idempotencyWait)
-          })
-      ),
       Layer.provide(Layer.unwrap(Effect.gen(function*() {
         const database = yield* TestDatabase
         return Sql.layer({ url: database.url, maxConnections: options.maxConnections ?? 10, applicationName: "test-api" })
       }))),
       Layer.provide(Logger.layer([logs.logger])),
+      Layer.provide(ConfigProvider.layer(ConfigProvider.fromUnknown(options.settings ?? {}))),
       Layer.orDie
     )
   }

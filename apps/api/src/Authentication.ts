@@ -1,8 +1,9 @@
 /**
- * Bearer-key authentication (spec 5.1, docs/decisions.md "Authentication and
- * scopes") and the per-key rate limit (spec 8, docs/decisions.md "Rate
- * limits"), the first step of every request. Order: the key's shape, then a
- * key this process already knows to be over budget (429 with no I/O), then
+ * Bearer-key authentication (docs/integrators.md "Authentication",
+ * docs/decisions.md "Authentication and scopes") and the per-key rate limit
+ * (docs/integrators.md "Limits", docs/decisions.md "Rate limits"), the first
+ * step of every request. Order: the key's shape, then a key this process
+ * already knows to be over budget (429 with no I/O), then
  * ONE round trip that looks the key up by its prefix and, if it
  * authenticates, counts the request; then a constant-time comparison of the
  * secret's hash, revoked before expired (401), and the limit's verdict (429
@@ -28,7 +29,7 @@ import { AuthFailureGuard, type FailureReason } from "./AuthFailureGuard.ts"
 import * as Metrics from "./Metrics.ts"
 import { RateLimiter } from "./RateLimiter.ts"
 
-/** 429 rate_limit_exceeded, `Retry-After` in whole seconds (spec 8). */
+/** 429 rate_limit_exceeded, `Retry-After` in whole seconds (docs/integrators.md "Limits"). */
 const rateLimitExceeded = (waitMicros: number) => {
   const retryAfter = RateLimit.retryAfterSeconds(waitMicros)
   return new Errors.RateLimitExceeded({
@@ -51,7 +52,7 @@ const tooManyFailures = (waitMicros: number) => {
   })
 }
 
-/** Why the key found (or not) for a credential does not authenticate; None when it does (spec 5.1). */
+/** Why the key found (or not) for a credential does not authenticate; None when it does (docs/integrators.md "Authentication"). */
 const failureOf = (found: Option.Option<Admission>, secret: string): Option.Option<FailureReason> => {
   if (Option.isNone(found)) return Option.some("unknown_key")
   const { key } = found.value

@@ -9,7 +9,6 @@
  * first (403 FORBIDDEN).
  */
 import * as Context from "effect/Context"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -28,11 +27,6 @@ import { Sessions } from "@school/persistence/Sessions"
 import * as AccessLog from "@school/runtime/AccessLog"
 import { JSON_MEDIA_TYPE, parseContentType } from "./RequestBody.ts"
 import { validationBody } from "./RequestValidation.ts"
-
-/** SESSION_TTL (docs/operations.md "Settings"). */
-export const SessionConfig = Context.Reference<{ readonly ttl: Duration.Duration }>("school/api/SessionConfig", {
-  defaultValue: () => ({ ttl: SessionRules.DEFAULT_TTL })
-})
 
 const unauthenticated = (message: string) => new Errors.Unauthenticated({ message })
 

@@ -19,6 +19,8 @@ export const HealthRoutes = Layer.mergeAll(
     const { stopping } = yield* Stopping
     const database = sql`SELECT 1`.pipe(
       Effect.timeout("2 seconds"),
+      // A probe makes no span (docs/operations.md "Traces").
+      Effect.withTracerEnabled(false),
       Effect.as(HttpServerResponse.jsonUnsafe({ status: "ready" })),
       Effect.catchCause(() =>
         Effect.succeed(HttpServerResponse.jsonUnsafe(

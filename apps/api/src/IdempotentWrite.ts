@@ -1,5 +1,5 @@
 /**
- * The idempotency middleware of every write (spec 4.1, 4.3 rules 1-2, 7.2;
+ * The idempotency middleware of every write (docs/integrators.md "Writing";
  * docs/decisions.md "Idempotency"), between the scope check and validation:
  *
  * 1. The Idempotency-Key header: absent is 422 missing_idempotency_key,
@@ -39,11 +39,18 @@ import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import { Errors, Idempotency } from "@school/domain"
 import { CurrentKey, IdempotentWrite } from "@school/domain/api/Middleware"
 import { type Attempt, IdempotencyStore, type KeyScope, type StoredResponse } from "@school/persistence/IdempotencyStore"
+import * as SettingKinds from "@school/runtime/SettingKinds"
 import { errorResponse, JSON_CONTENT_TYPE } from "./ErrorResponse.ts"
 import * as Metrics from "./Metrics.ts"
 import { readableBody } from "./RequestBody.ts"
 
 export const REPLAYED_HEADER = Idempotency.REPLAYED_HEADER.toLowerCase()
+
+/**
+ * `IDEMPOTENCY_WAIT` (docs/operations.md "Settings"): how long a repeated
+ * write waits for the first one with its key before 409 idempotency_in_progress.
+ */
+export const IDEMPOTENCY_WAIT = SettingKinds.make("IDEMPOTENCY_WAIT", SettingKinds.duration, Idempotency.DEFAULT_WAIT)
 
 /** The operation produced a response that is not ours to store (a plain-text 415, a 5xx): roll back, pass it on. */
 class NotStored extends Data.TaggedError("NotStored")<{ readonly response: HttpServerResponse.HttpServerResponse }> {}
@@ -79,6 +86,7 @@ export const IdempotentWriteLive = Layer.effect(
   IdempotentWrite,
   Effect.gen(function*() {
     const store = yield* IdempotencyStore
+    const wait = yield* IDEMPOTENCY_WAIT
 
     /** Runs the operation as the claim's owner and records its outcome. */
     const run = <E, R>(attempt: Attempt, httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
@@ -127,7 +135,7 @@ export const IdempotentWriteLive = Layer.effect(
         // From the claim on, the outcome is recorded even if the client goes away. The scope
         // holds the attempt's database connection, whose session is the claim's owner.
         return yield* Effect.uninterruptible(Effect.scoped(Effect.gen(function*() {
-          const acquired = yield* store.acquire(scope)
+          const acquired = yield* store.acquire(scope, wait)
           switch (acquired._tag) {
             case "Replay":
               yield* Metrics.idempotentReplayed

@@ -1,6 +1,6 @@
 /**
- * The API process's side of the per-key rate limit (spec 8,
- * docs/decisions.md "Rate limits"): it asks the shared store
+ * The API process's side of the per-key rate limit (docs/integrators.md
+ * "Limits", docs/decisions.md "Rate limits"): it asks the shared store
  * (`@school/persistence/RateLimits`, one statement that authenticates and
  * counts) and remembers, in a bounded in-memory map, which keys it has seen
  * over budget and until when. Until then it rejects them itself: a flood of
@@ -36,10 +36,17 @@ import { ApiKey, type Ids, Plans, RateLimit } from "@school/domain"
 import { ApiKeys } from "@school/persistence/ApiKeys"
 import { Notifications } from "@school/persistence/Notifications"
 import { type Admission, type Budgets, RateLimits } from "@school/persistence/RateLimits"
+import * as SettingKinds from "@school/runtime/SettingKinds"
 
+/**
+ * `RATE_LIMIT_WINDOW` (docs/operations.md "Settings"): the window, 60 s by
+ * default (docs/integrators.md "Limits"); None: `off`, nothing is counted
+ * (for measurements only).
+ */
+export const RATE_LIMIT_WINDOW = SettingKinds.make("RATE_LIMIT_WINDOW", SettingKinds.durationOrOff, Option.some(RateLimit.WINDOW))
+
+/** What the limiter takes besides its setting; tests give their own clock, budgets and batch size. */
 export interface RateLimitOptions {
-  /** `RATE_LIMIT_WINDOW` (default 60 s); None: `off`, nothing is counted (for measurements only). */
-  readonly window: Option.Option<Duration.Duration>
   /** A clock in µs since the epoch; None: the database's clock, shared by every process. Tests inject one. */
   readonly clock: Option.Option<Effect.Effect<number>>
   /** At most this many keys are blocked locally at once; the oldest block goes first. */
@@ -51,14 +58,13 @@ export interface RateLimitOptions {
 }
 
 export const defaultOptions: RateLimitOptions = {
-  window: Option.some(RateLimit.WINDOW),
   clock: Option.none(),
   maxLocalBlocks: 10_000,
   budgets: Option.none(),
   maxBatch: 64
 }
 
-/** The limiter's settings; the default is the specification's (a 60-second window on the database's clock). */
+/** The limiter's options; by default the database's clock and the plans' budgets. */
 export const RateLimitOptions = Context.Reference<RateLimitOptions>("school/api/RateLimiter/RateLimitOptions", {
   defaultValue: () => defaultOptions
 })
@@ -94,6 +100,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
     RateLimiter,
     Effect.gen(function*() {
       const options = yield* RateLimitOptions
+      const window = yield* RATE_LIMIT_WINDOW
       const store = yield* RateLimits
       const keys = yield* ApiKeys
       const notifications = yield* Notifications
@@ -115,7 +122,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         }
       }
 
-      if (Option.isSome(options.window)) {
+      if (Option.isSome(window)) {
         const listen = Effect.scoped(Effect.gen(function*() {
           const invalidations = yield* notifications.rateLimitInvalidations
           listening = true
@@ -154,9 +161,9 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         return ApiKey.secretMatches(secret, block.secretHash) ? Option.some(block.until - now) : Option.none<number>()
       })
 
-      const limit = Option.isSome(options.window)
+      const limit = Option.isSome(window)
         ? {
-          window: options.window.value,
+          window: window.value,
           ...(Option.isSome(options.budgets) ? { budgets: options.budgets.value } : {})
         }
         : undefined
@@ -193,7 +200,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         blocks.set(prefix, block)
       }
 
-      const admit = Option.match(options.window, {
+      const admit = Option.match(window, {
         onNone: () =>
           // RATE_LIMIT_WINDOW=off: the plain lookup, nothing counted.
           Effect.fnUntraced(function*(prefix: string, secret: string) {

@@ -1,5 +1,6 @@
 /**
- * Request decoding failures become 422 validation_failed (spec 7.1,
+ * Request decoding failures become 422 validation_failed (docs/integrators.md
+ * "Responses and errors",
  * docs/decisions.md "Requests and responses"): `fields` holds the messages
  * per parameter or body field; a body that is not JSON, or not an object,
  * has a message and no fields.

@@ -1,4 +1,4 @@
-/** The scope check of every write (spec 5.1): a `write` key covers reads too; only writes ask for it. */
+/** The scope check of every write (docs/integrators.md "Scopes"): a `write` key covers reads too; only writes ask for it. */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Errors } from "@school/domain"

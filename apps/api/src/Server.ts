@@ -6,12 +6,13 @@
  * apps/api/src/Metrics.ts), and the envelope for everything else.
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import type { Effect } from "effect"
 import * as ByteSize from "effect/ByteSize"
 import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { FindMyWay, HttpServerResponse } from "effect/http"
 import * as HttpIncomingMessage from "effect/http/HttpIncomingMessage"
+import * as HttpMiddleware from "effect/http/HttpMiddleware"
 import * as HttpRouter from "effect/http/HttpRouter"
 import * as HttpApi from "effect/http-api/HttpApi"
 import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
@@ -21,7 +22,7 @@ import { BASE_PATH, PublicApi } from "@school/domain/api/PublicApi"
 import { Catalog } from "@school/persistence/Catalog"
 import { DemoLessons } from "@school/persistence/DemoLessons"
 import { Enrollments } from "@school/persistence/Enrollments"
-import { IdempotencyConfig, IdempotencyPurge } from "@school/persistence/IdempotencyStore"
+import { IdempotencyPurge } from "@school/persistence/IdempotencyStore"
 import { Leads } from "@school/persistence/Leads"
 import { Payments } from "@school/persistence/Payments"
 import { Sessions } from "@school/persistence/Sessions"
@@ -29,17 +30,24 @@ import * as Sql from "@school/persistence/Sql"
 import * as AccessLog from "@school/runtime/AccessLog"
 import { closeWhenIdle } from "@school/runtime/Shutdown"
 import * as Metrics from "@school/runtime/Metrics"
-import type { SettingsShape } from "@school/runtime/Settings"
+import {
+  DATABASE_ACQUIRE_TIMEOUT,
+  DATABASE_STATEMENT_TIMEOUT,
+  HOST,
+  PORT,
+  requiredDatabaseUrl,
+  SHUTDOWN_TIMEOUT
+} from "@school/runtime/Settings"
 import { Students } from "@school/persistence/Students"
 import { AuthenticationLive } from "./Authentication.ts"
-import { BackOfficeValidationLive, RoleCheckLive, SessionAuthenticationLive, SessionConfig } from "./BackOfficeAuth.ts"
+import { BackOfficeValidationLive, RoleCheckLive, SessionAuthenticationLive } from "./BackOfficeAuth.ts"
 import { ErrorEnvelope, routeTable } from "./ErrorEnvelope.ts"
 import { HEALTH_ROUTES, HealthRoutes } from "./Health.ts"
-import { LoginHandlersNoDeps, SessionsHandlersNoDeps } from "./http/BackOfficeSessions.ts"
+import { LoginHandlersNoDeps, SessionsHandlersNoDeps } from "./http/backoffice/Sessions.ts"
 import { LeadSectionHandlersNoDeps, LeadSectionRepositories } from "./http/backoffice/LeadSection.ts"
 import { SchoolHandlersNoDeps, SchoolRepositories } from "./http/backoffice/School.ts"
 import { StaffHandlersNoDeps, StaffRepositories } from "./http/backoffice/Staff.ts"
-import { webhookConfigLayer, WebhooksHandlersNoDeps, WebhooksRepositories } from "./http/backoffice/Webhooks.ts"
+import { DevelopmentKeyWarning, WebhooksHandlersNoDeps, WebhooksRepositories } from "./http/backoffice/Webhooks.ts"
 import { CatalogHandlersNoDeps } from "./http/Catalog.ts"
 import { DemoLessonsHandlersNoDeps } from "./http/DemoLessons.ts"
 import { EnrollmentListHandlersNoDeps, EnrollmentsHandlersNoDeps } from "./http/Enrollments.ts"
@@ -51,7 +59,7 @@ import { ReferencePage } from "./http/Reference.ts"
 import { IdempotentWriteLive } from "./IdempotentWrite.ts"
 import { METRICS_ROUTES, MetricsRoute } from "./Metrics.ts"
 import { onClientError } from "./ParserErrors.ts"
-import { RateLimiter, RateLimitOptions } from "./RateLimiter.ts"
+import { RateLimiter } from "./RateLimiter.ts"
 import { RequestValidationLive } from "./RequestValidation.ts"
 import { RequireWriteScopeLive } from "./RequireWriteScope.ts"
 
@@ -136,9 +144,16 @@ const routeList = (): ReadonlyArray<readonly [method: string, path: string]> => 
  * the route's template, never the path or query as sent, which may hold a key;
  * the same pass counts the request in /metrics (docs/operations.md "Metrics").
  */
-export const accessLog = AccessLog.middleware(
-  AccessLog.routeTemplates(routeList(), ROUTER_CONFIG),
-  Metrics.makeHttpRecorder()
+const routeTemplate = AccessLog.routeTemplates(routeList(), ROUTER_CONFIG)
+export const accessLog = AccessLog.middleware(routeTemplate, Metrics.makeHttpRecorder())
+
+/**
+ * The name of a request's span when spans are exported (docs/operations.md
+ * "Traces"): the method and the route's template, as in the access line.
+ */
+const RequestSpanNames = Layer.succeed(
+  HttpMiddleware.SpanNameGenerator,
+  (request) => `${request.method} ${routeTemplate(request.method, request.url)}`
 )
 
 /** `serve`'s middleware: each request's id (X-Request-Id), around the access log so its line carries the id. */
@@ -191,105 +206,56 @@ export const AppRoutesNoDeps = Layer.mergeAll(
 /** Every route of the API process, as it serves them; needs only a SqlClient. */
 export const AppRoutes = AppRoutesNoDeps.pipe(Layer.provide(Repositories))
 
-export interface ServerOptions {
-  readonly databaseUrl: string
-  readonly port: number
-  readonly host: string
-  readonly maxConnections?: number
-  /** RATE_LIMIT_WINDOW (default 60 s; None: off). */
-  readonly rateLimitWindow?: RateLimitOptions["window"]
-  /** IDEMPOTENCY_WAIT (default 2 s). */
-  readonly idempotencyWait?: Duration.Duration
-  /** SESSION_TTL (default 12 h). */
-  readonly sessionTtl?: Duration.Duration
-  /**
-   * WEBHOOK_ALLOW_INSECURE_URLS, WEBHOOK_SECRET_KEY, WEBHOOK_MAX_SUBSCRIPTIONS and WEBHOOK_ACTIONS_PER_MINUTE
-   * (defaults: https and public receivers, the development key, the limits' defaults).
-   */
-  readonly webhooks?: Parameters<typeof webhookConfigLayer>[0]
-  /** DATABASE_STATEMENT_TIMEOUT (docs/operations.md "Settings"; none when omitted). */
-  readonly statementTimeout?: Duration.Duration
-  /** DATABASE_ACQUIRE_TIMEOUT (docs/operations.md "Settings"; none when omitted). */
-  readonly acquireTimeout?: Duration.Duration
-  /** SHUTDOWN_TIMEOUT (docs/operations.md "Shutdown"; default 10 s). */
-  readonly shutdownTimeout?: Duration.Duration
-}
-
-/** SHUTDOWN_TIMEOUT's default (libs/runtime/src/Settings.ts) for servers built without settings. */
-const DEFAULT_SHUTDOWN_TIMEOUT = Duration.seconds(10)
-
 /**
  * The Node HTTP server the API listens with: what its parser refuses is
  * answered in the envelope (`clientError`), and Node's own Host check, which
  * answers with an empty body, gives way to the app's (apps/api/src/ParserErrors.ts).
  * Closing it lets the requests in flight finish, keeps no idle keep-alive
  * connection open, and cuts what is left after `shutdownTimeout`
- * (libs/runtime/src/Shutdown.ts `closeWhenIdle`; docs/operations.md "Shutdown").
+ * (SHUTDOWN_TIMEOUT; libs/runtime/src/Shutdown.ts `closeWhenIdle`;
+ * docs/operations.md "Shutdown").
  */
-export const createApiServer = (shutdownTimeout: Duration.Duration = DEFAULT_SHUTDOWN_TIMEOUT): Server => {
+export const createApiServer = (shutdownTimeout: Duration.Duration): Server => {
   const server = createServer({ requireHostHeader: false })
   server.on("clientError", onClientError)
   return closeWhenIdle(server, shutdownTimeout)
 }
 
-/** The server's options as the settings give them (docs/operations.md "Settings"). */
-export const serverOptions = (settings: SettingsShape, databaseUrl: string): ServerOptions => ({
-  databaseUrl,
-  port: settings.port,
-  host: settings.host,
-  rateLimitWindow: settings.rateLimitWindow,
-  idempotencyWait: settings.idempotencyWait,
-  sessionTtl: settings.sessionTtl,
-  webhooks: {
-    allowInsecureUrls: settings.webhookAllowInsecureUrls,
-    secretKey: settings.webhookSecretKey,
-    maxSubscriptions: settings.webhookMaxSubscriptions,
-    actionsPerMinute: settings.webhookActionsPerMinute
-  },
-  statementTimeout: settings.databaseStatementTimeout,
-  acquireTimeout: settings.databaseAcquireTimeout,
-  shutdownTimeout: settings.shutdownTimeout
-})
+/** The API's Node server, listening on HOST:PORT and closing by SHUTDOWN_TIMEOUT (docs/operations.md "Settings"). */
+export const ApiHttpServer = Layer.unwrap(Effect.gen(function*() {
+  const host = yield* HOST
+  const port = yield* PORT
+  const shutdownTimeout = yield* SHUTDOWN_TIMEOUT
+  return NodeHttpServer.layer(() => createApiServer(shutdownTimeout), {
+    port,
+    host,
+    // Our server cuts what is left at SHUTDOWN_TIMEOUT; Effect's own wait (20 s by default) must not give up first.
+    gracefulShutdownTimeout: Duration.sum(shutdownTimeout, Duration.seconds(1))
+  })
+}))
 
 /**
- * The HTTP server, listening, with the access log and the idempotency purge
- * job; needs the repositories (`Repositories`) and the pool. The benchmark's
- * full-middleware server provides a different Students repository here.
+ * The HTTP server, listening, with the access log, the idempotency purge
+ * job and the development-key warning; needs the repositories
+ * (`Repositories`) and the pool. The benchmark's full-middleware server
+ * provides a different Students repository here.
  */
-export const ServerLayerNoDeps = (options: Omit<ServerOptions, "databaseUrl" | "maxConnections" | "statementTimeout" | "acquireTimeout">) =>
-  Layer.merge(HttpRouter.serve(AppRoutesNoDeps, { disableLogger: true, middleware: serveMiddleware }), IdempotencyPurge).pipe(
-    Layer.provide(NodeHttpServer.layer(() => createApiServer(options.shutdownTimeout), {
-      port: options.port,
-      host: options.host,
-      // Our server cuts what is left at shutdownTimeout; Effect's own wait (20 s by default) must not give up first.
-      gracefulShutdownTimeout: Duration.sum(options.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT, Duration.seconds(1))
-    })),
-    Layer.provide(
-      options.rateLimitWindow === undefined
-        ? Layer.empty
-        : Layer.succeed(RateLimitOptions, { ...RateLimitOptions.defaultValue(), window: options.rateLimitWindow })
-    ),
-    Layer.provide(
-      options.idempotencyWait === undefined
-        ? Layer.empty
-        : Layer.succeed(IdempotencyConfig, { ...IdempotencyConfig.defaultValue(), wait: options.idempotencyWait })
-    ),
-    Layer.provide(
-      options.sessionTtl === undefined ? Layer.empty : Layer.succeed(SessionConfig, { ttl: options.sessionTtl })
-    ),
-    Layer.provide(options.webhooks === undefined ? Layer.empty : webhookConfigLayer(options.webhooks))
-  )
+export const ServerLayerNoDeps = Layer.mergeAll(
+  HttpRouter.serve(AppRoutesNoDeps, { disableLogger: true, middleware: serveMiddleware }),
+  IdempotencyPurge,
+  DevelopmentKeyWarning
+).pipe(Layer.provide(ApiHttpServer), Layer.provide(RequestSpanNames))
 
-/** The API's pool, with its bounds (docs/operations.md "Settings"). */
-export const ApiSqlLayer = (options: ServerOptions) =>
-  Sql.layer({
-    url: options.databaseUrl,
+/** The API's pool against DATABASE_URL, with its bounds (docs/operations.md "Settings"). */
+export const ApiSqlLayer = Layer.unwrap(Effect.gen(function*() {
+  const url = yield* requiredDatabaseUrl("a postgres:// URL (the API process does not start a database; use npm start for that)")
+  return Sql.layer({
+    url,
     applicationName: "school-api",
-    statementTimeout: options.statementTimeout,
-    acquireTimeout: options.acquireTimeout,
-    ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections })
+    statementTimeout: yield* DATABASE_STATEMENT_TIMEOUT,
+    acquireTimeout: yield* DATABASE_ACQUIRE_TIMEOUT
   })
+}))
 
 /** The whole HTTP server, listening, with its repositories, its database pool and the idempotency purge job. */
-export const ServerLayer = (options: ServerOptions) =>
-  ServerLayerNoDeps(options).pipe(Layer.provide(Repositories), Layer.provide(ApiSqlLayer(options)))
+export const ServerLayer = ServerLayerNoDeps.pipe(Layer.provide(Repositories), Layer.provide(ApiSqlLayer))

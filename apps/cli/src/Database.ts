@@ -6,13 +6,21 @@
  * applied to it first, as `npm start` would. A DATABASE_URL database is
  * expected to be migrated (`npm run migrate`).
  */
-import { checkConnection } from "@school/local-postgres/Database"
 import { forService } from "@school/local-postgres/DatabaseProvider"
 import { runMigrations } from "@school/persistence/Migrations"
 import * as Sql from "@school/persistence/Sql"
-import { Settings } from "@school/runtime/Settings"
+import { checkConnection } from "@school/runtime/DatabaseConnection"
+import * as SettingKinds from "@school/runtime/SettingKinds"
+import { DATABASE_URL } from "@school/runtime/Settings"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+
+/**
+ * `DATA_DIR` (docs/operations.md "Settings"): where the embedded PostgreSQL
+ * of `npm start` and the CLI keeps its data; None: the project's
+ * `.data/postgres` (libs/local-postgres decides).
+ */
+export const DATA_DIR = SettingKinds.optional("DATA_DIR", SettingKinds.path)
 
 /** Connects (SELECT 1) before the command runs, so an unreachable database is one clear line. */
 const connect = (url: string) =>
@@ -22,8 +30,7 @@ const connect = (url: string) =>
 
 export const Database = {
   layer: Layer.unwrap(Effect.gen(function*() {
-    const settings = yield* Settings
-    const database = yield* forService(settings.databaseUrl, { dataDir: settings.dataDir })
+    const database = yield* forService(yield* DATABASE_URL, { dataDir: yield* DATA_DIR })
     const client = connect(database.url)
     return database.origin === "embedded"
       ? Layer.effectDiscard(Effect.orDie(runMigrations)).pipe(Layer.provideMerge(client))

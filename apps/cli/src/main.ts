@@ -28,12 +28,14 @@ import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { expiryProblem, Scope } from "@school/domain/ApiKey"
-import { PASSWORD_MAX, PASSWORD_MIN } from "@school/domain/api/backoffice/Staff"
+import { PASSWORD_MAX, PASSWORD_MIN } from "@school/domain/Staff"
 import * as Ids from "@school/domain/Ids"
 import { NAME_MAX } from "@school/domain/Text"
 import { toUtc } from "@school/domain/Timestamps"
+import { keysNeedPlanMessage } from "@school/domain/Plans"
 import { seedDemo } from "@school/persistence/DemoSeed"
 import { runMain } from "@school/runtime/Main"
+import { hashPassword } from "@school/runtime/Passwords"
 import {
   createSchool,
   issueApiKeyOnPlan,
@@ -41,7 +43,8 @@ import {
   revokeApiKey,
   setPlan
 } from "@school/persistence/Schools"
-import { Settings } from "@school/runtime/Settings"
+import * as Settings from "@school/runtime/Settings"
+import { CliSettings } from "./CliSettings.ts"
 import { Database } from "./Database.ts"
 
 const PLANS = ["basic", "economy", "standard", "extended", "pro", "none"] as const
@@ -105,7 +108,7 @@ const create = Command.make(
       owner: {
         name: Option.getOrElse(input.ownerName, () => "Owner").trim() || "Owner",
         email: input.ownerEmail,
-        password: input.ownerPassword
+        passwordHash: yield* hashPassword(input.ownerPassword)
       }
     }).pipe(Effect.provide(Database.layer))
     yield* output(
@@ -164,7 +167,7 @@ const keysCreate = Command.make(
       if (problem !== undefined) return yield* new InvalidArgument({ flag: "expires-at", problem })
       expiresAt = toUtc(input.expiresAt.value) ?? null
     }
-    // spec 5.2: the same plan rule as the back office's POST /api-keys.
+    // The same plan rule as the back office's POST /api-keys (docs/back-office.md "API keys").
     const issued = yield* issueApiKeyOnPlan(input.school, {
       name: Option.getOrElse(input.name, () => DEFAULT_KEY_NAME).trim(),
       scope: input.scope,
@@ -204,7 +207,7 @@ const seed = Command.make(
   "seed",
   { json },
   Effect.fn(function*(input) {
-    const demo = yield* seedDemo().pipe(Effect.provide(Database.layer))
+    const demo = yield* seedDemo(hashPassword).pipe(Effect.provide(Database.layer))
     yield* output(
       input.json,
       demo,
@@ -266,14 +269,17 @@ const program = Command.runWith(cli, { version: "1.0.0" })(process.argv.slice(2)
   Effect.catchTag("ShowHelp", (help) => help.errors.length === 0 ? Effect.void : usageError(undefined)),
   Effect.catchIf(CliError.isCliError, (error) => usageError(error.message)),
   Effect.catchTag("InvalidArgument", (error) => usageError(error.message)),
-  Effect.catchTag("PlanTooLow", (error) => refused(`school ${error.schoolId}: ${error.message}`)),
-  Effect.catchTag(
-    ["EmailTaken", "SchoolNotFound", "ApiKeyNotFound", "DatabaseStartError"],
-    (error) => refused(error.message)
-  ),
+  // The operator's line for each domain error (libs/domain/src/DomainErrors.ts).
+  Effect.catchTags({
+    PlanTooLow: (error) => refused(`school ${error.schoolId}: ${keysNeedPlanMessage(error.plan)}`),
+    EmailTaken: (error) => refused(`the login e-mail ${error.email} is already taken`),
+    SchoolNotFound: (error) => refused(`no school with id ${error.schoolId}`),
+    ApiKeyNotFound: (error) => refused(`school ${error.schoolId} has no API key with id ${error.keyId}`),
+    DatabaseStartError: (error) => refused(error.message)
+  }),
   Effect.catchTag("SqlError", (error) => refused(`cannot reach the database: ${error.message}`)),
   Effect.provide([NodeServices.layer, presenter]),
-  Effect.provide(Settings.layerWithLogging)
+  Effect.provide(Settings.layer(CliSettings))
 )
 
 runMain(program)

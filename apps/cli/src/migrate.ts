@@ -6,27 +6,20 @@
 import { runMigrations } from "@school/persistence/Migrations"
 import * as Sql from "@school/persistence/Sql"
 import { runMain } from "@school/runtime/Main"
-import { InvalidSetting, Settings } from "@school/runtime/Settings"
+import * as Settings from "@school/runtime/Settings"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
+import { CliSettings } from "./CliSettings.ts"
 
 const program = Effect.gen(function*() {
-  const settings = yield* Settings
-  if (Option.isNone(settings.databaseUrl)) {
-    return yield* new InvalidSetting({
-      setting: "DATABASE_URL",
-      expected: "a postgres:// URL of the database to migrate",
-      got: ""
-    })
-  }
+  const url = yield* Settings.requiredDatabaseUrl("a postgres:// URL of the database to migrate")
   const applied = yield* runMigrations.pipe(
-    Effect.provide(Sql.layer({ url: settings.databaseUrl.value, maxConnections: 1, applicationName: "school-migrate" }))
+    Effect.provide(Sql.layer({ url, maxConnections: 1, applicationName: "school-migrate" }))
   )
   if (applied.length === 0) {
     yield* Effect.logInfo("migrations: the database is up to date")
   } else {
     for (const [id, name] of applied) yield* Effect.logInfo(`migrations: applied ${String(id).padStart(4, "0")}_${name}`)
   }
-}).pipe(Effect.provide(Settings.layerWithLogging))
+}).pipe(Effect.provide(Settings.layer(CliSettings)))
 
 runMain(program)

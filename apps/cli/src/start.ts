@@ -14,29 +14,27 @@
  *    (docs/operations.md "Database away": one line saying so, exit 1, rather
  *    than an API answering 503 forever or a restart that hides a crash loop).
  */
-import {
-  checkConnection,
-  type Database,
-  DatabaseExited,
-  DatabaseStartError,
-  describeUrl
-} from "@school/local-postgres/Database"
+import { type Database, DatabaseExited } from "@school/local-postgres/Database"
 import { forService } from "@school/local-postgres/DatabaseProvider"
 import { seedDemo } from "@school/persistence/DemoSeed"
 import { anySchool } from "@school/persistence/Schools"
 import { runMigrations } from "@school/persistence/Migrations"
 import * as Sql from "@school/persistence/Sql"
 import * as ChildProcesses from "@school/runtime/ChildProcesses"
+import { checkConnection, DatabaseStartError, describeUrl } from "@school/runtime/DatabaseConnection"
 import { NODE_FLAGS } from "@school/runtime/NodeFlags"
 import { isVerbose, type LogFormat } from "@school/runtime/Logging"
 import { runMain } from "@school/runtime/Main"
-import { Settings } from "@school/runtime/Settings"
+import { hashPassword } from "@school/runtime/Passwords"
+import * as Settings from "@school/runtime/Settings"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Http from "node:http"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import { CliSettings } from "./CliSettings.ts"
+import { DATA_DIR } from "./Database.ts"
 
 const script = (path: string) => fileURLToPath(new URL(path, import.meta.url))
 // The sources, not the bundles `npm run start:api` runs (apps/cli/src/build.ts): a local run
@@ -63,7 +61,7 @@ const prepare = (url: string) =>
     yield* Effect.orDie(runMigrations)
     if (yield* anySchool) return { demo: Option.none() } satisfies Prepared
     yield* Effect.logInfo("empty database: seeding the demo school")
-    const demo = yield* seedDemo()
+    const demo = yield* seedDemo(hashPassword)
     return { demo: Option.some(demo) } satisfies Prepared
   }).pipe(
     // Our own pool is closed before the children start.
@@ -205,25 +203,26 @@ const parentGone = Effect.gen(function*() {
 // ---------------------------------------------------------------------------
 
 const program = Effect.gen(function*() {
-  const settings = yield* Settings
-  const database = yield* forService(settings.databaseUrl, {
-    dataDir: settings.dataDir,
-    verbose: isVerbose(settings.logLevel)
+  const listen = { host: yield* Settings.HOST, port: yield* Settings.PORT }
+  const logFormat = yield* Settings.LOG_FORMAT
+  const database = yield* forService(yield* Settings.DATABASE_URL, {
+    dataDir: yield* DATA_DIR,
+    verbose: isVerbose(yield* Settings.LOG_LEVEL)
   })
   const prepared = yield* prepare(database.url)
 
-  const host = localHost(settings.host)
-  const baseUrl = `http://${settings.host.includes(":") ? `[${settings.host}]` : settings.host}:${settings.port}/api/public/v1`
-  const localUrl = `http://${host}:${settings.port}/api/public/v1`
-  const panelUrl = `http://${host}:${settings.port}/crm`
+  const host = localHost(listen.host)
+  const baseUrl = `http://${listen.host.includes(":") ? `[${listen.host}]` : listen.host}:${listen.port}/api/public/v1`
+  const localUrl = `http://${host}:${listen.port}/api/public/v1`
+  const panelUrl = `http://${host}:${listen.port}/crm`
 
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     DATABASE_URL: database.url,
     // The children write to our pipes: keep the format this process chose.
-    LOG_FORMAT: settings.logFormat
+    LOG_FORMAT: logFormat
   }
-  const children = yield* Effect.forEach(CHILDREN, (child) => startChild(child.name, child.script, env, settings.logFormat))
+  const children = yield* Effect.forEach(CHILDREN, (child) => startChild(child.name, child.script, env, logFormat))
   const databaseExited = database.exited === undefined
     ? Effect.never
     : Effect.flatMap(database.exited, ({ code, signal }) =>
@@ -231,13 +230,13 @@ const program = Effect.gen(function*() {
   const anyExited = Effect.raceAllFirst([...children.map(ChildProcesses.failOnExit), databaseExited])
 
   // The banner comes once the API answers, after the children's start-up lines.
-  yield* Effect.raceFirst(apiAnswers(host, settings.port), anyExited)
+  yield* Effect.raceFirst(apiAnswers(host, listen.port), anyExited)
   yield* Effect.sync(() => process.stdout.write(banner({ baseUrl, localUrl, panelUrl, database, prepared })))
   // Runs until a signal interrupts it, a child or the embedded PostgreSQL dies, or our parent goes.
   yield* Effect.raceFirst(anyExited, parentGone)
 }).pipe(
   Effect.scoped,
-  Effect.provide(Settings.layerWithLogging)
+  Effect.provide(Settings.layer(CliSettings))
 )
 
 runMain(program)

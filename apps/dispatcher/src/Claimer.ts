@@ -21,11 +21,16 @@
  *   the loop claims again for the room that made.
  * - Wakes: deliveries made (fan-out), attempts recorded, the next pending
  *   delivery falling due, the end of a gathering, and POLL at the latest.
+ *
+ * A round that claimed something is the span `Dispatcher.claim`, linked to
+ * the spans that wrote the claimed deliveries' events (docs/operations.md
+ * "Traces").
  */
 import type { SqlError } from "effect/sql"
 import * as Effect from "effect/Effect"
 import * as FairShare from "@school/domain/FairShare"
 import type { Claimed, DeliveryQueue } from "@school/persistence/DeliveryQueue"
+import * as Tracing from "@school/runtime/Tracing"
 import type { Outage } from "./Outage.ts"
 import type { Signal } from "./Signal.ts"
 import type { Slots } from "./Slots.ts"
@@ -111,6 +116,11 @@ export const run = (options: ClaimerOptions) =>
         holding: holding.bySchool,
         after
       }).pipe(
+        Tracing.workAfter("Dispatcher.claim", {
+          worth: (rows) => rows.length > 0,
+          attributes: (rows) => ({ "dispatcher.claimed": rows.length }),
+          links: (rows) => Tracing.linksTo(rows.flatMap((row) => row.traceparent === null ? [] : [row.traceparent]))
+        }),
         // A stop waits for a claimed batch to be handed over: no lease is left unused.
         Effect.tap((rows) => slots.hand(rows)),
         Effect.uninterruptible

@@ -1,5 +1,5 @@
 /**
- * The dispatcher (spec 6.2, 6.5, part 3; docs/decisions.md "Webhooks",
+ * The dispatcher (docs/integrators.md "Receiving webhooks"; docs/decisions.md "Webhooks",
  * "Fair delivery"; docs/development.md "apps/dispatcher"): pieces with one
  * job each, joined here. Their SQL is libs/persistence/src/DeliveryQueue.ts.
  *
@@ -28,12 +28,13 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as RetryPlan from "@school/domain/RetryPlan"
 import * as WebhookSecret from "@school/domain/WebhookSecret"
 import { type Claimed, DeliveryQueue } from "@school/persistence/DeliveryQueue"
-import type { SettingsShape } from "@school/runtime/Settings"
+import * as SettingKinds from "@school/runtime/SettingKinds"
+import type { InvalidSetting } from "@school/runtime/SettingKinds"
+import { WEBHOOK_ALLOW_INSECURE_URLS, WEBHOOK_SECRET_KEY } from "@school/runtime/Settings"
 import * as Claimer from "./Claimer.ts"
 import * as ClockCheck from "./ClockCheck.ts"
 import * as FanOut from "./FanOut.ts"
@@ -45,32 +46,31 @@ import * as Sender from "./Sender.ts"
 import * as Signal from "./Signal.ts"
 import * as Slots from "./Slots.ts"
 
-export interface DispatcherOptions {
-  readonly concurrency: number
-  readonly perSubscription: number
-  readonly timeout: Duration.Duration
-  readonly retryDelays: ReadonlyArray<Duration.Duration>
-  readonly allowInsecureUrls: boolean
-  readonly secretKey: Option.Option<Uint8Array>
-  readonly retention: Duration.Duration
-  /** The safety-net poll (default 1 s). */
-  readonly pollInterval?: Duration.Duration
-  /** How often the purge runs (default 1 min). */
-  readonly purgeInterval?: Duration.Duration
-  /** How often the clock is compared with the database's (default 1 min). */
-  readonly clockInterval?: Duration.Duration
-}
+/** `DISPATCHER_CONCURRENCY` (docs/operations.md "Settings"): attempts in flight in this process, shared fairly between schools. */
+export const DISPATCHER_CONCURRENCY = SettingKinds.make("DISPATCHER_CONCURRENCY", SettingKinds.integer(1, 10_000), 32)
 
-/** The dispatcher's options as the settings give them (docs/operations.md "Settings"). */
-export const optionsFromSettings = (settings: SettingsShape): DispatcherOptions => ({
-  concurrency: settings.dispatcherConcurrency,
-  perSubscription: settings.dispatcherPerSubscription,
-  timeout: settings.webhookTimeout,
-  retryDelays: settings.webhookRetryDelays,
-  allowInsecureUrls: settings.webhookAllowInsecureUrls,
-  secretKey: settings.webhookSecretKey,
-  retention: settings.deliveryRetention
-})
+/** `DISPATCHER_PER_SUBSCRIPTION`: attempts of one subscription in flight at once, so one receiver cannot take every slot. */
+export const DISPATCHER_PER_SUBSCRIPTION = SettingKinds.make("DISPATCHER_PER_SUBSCRIPTION", SettingKinds.integer(1, 1_000), 4)
+
+/** `WEBHOOK_TIMEOUT`: a receiver's time-out, the bound of each attempt. */
+export const WEBHOOK_TIMEOUT = SettingKinds.make("WEBHOOK_TIMEOUT", SettingKinds.duration, Duration.seconds(10))
+
+/** `WEBHOOK_RETRY_DELAYS`: the pauses before attempts 2, 3, 4, … of a delivery (docs/decisions.md "Webhooks"). */
+export const WEBHOOK_RETRY_DELAYS = SettingKinds.make(
+  "WEBHOOK_RETRY_DELAYS",
+  SettingKinds.durationList,
+  [Duration.minutes(1), Duration.minutes(5), Duration.minutes(30)]
+)
+
+/** `DELIVERY_RETENTION`: delivered, failed and skipped deliveries older than this are purged (the last 50 per subscription stay). */
+export const DELIVERY_RETENTION = SettingKinds.make("DELIVERY_RETENTION", SettingKinds.retention, Duration.days(30))
+
+/** The safety-net poll. */
+const POLL_INTERVAL = Duration.seconds(1)
+/** How often the purge runs. */
+const PURGE_INTERVAL = Duration.minutes(1)
+/** How often the clock is compared with the database's. */
+const CLOCK_INTERVAL = Duration.minutes(1)
 
 /**
  * The lease of a claimed delivery: the time-out plus a margin for starting
@@ -93,16 +93,26 @@ export interface DispatcherShape {
 
 export class Dispatcher extends Context.Service<Dispatcher, DispatcherShape>()("school/dispatcher/Dispatcher") {
   /** The running dispatcher; closing the layer's scope is the graceful stop. */
-  static readonly layer = (options: DispatcherOptions): Layer.Layer<Dispatcher, never, DeliveryQueue> =>
-    Layer.effect(Dispatcher, make(options))
+  static readonly layer: Layer.Layer<Dispatcher, InvalidSetting, DeliveryQueue> =
+    Layer.effect(Dispatcher, Effect.suspend(() => make))
 }
 
-const make = (options: DispatcherOptions) =>
+const make =
   Effect.gen(function*() {
+    // Read when the dispatcher starts (docs/operations.md "Settings").
+    const options = {
+      concurrency: yield* DISPATCHER_CONCURRENCY,
+      perSubscription: yield* DISPATCHER_PER_SUBSCRIPTION,
+      timeout: yield* WEBHOOK_TIMEOUT,
+      retryDelays: yield* WEBHOOK_RETRY_DELAYS,
+      allowInsecureUrls: yield* WEBHOOK_ALLOW_INSECURE_URLS,
+      secretKey: yield* WEBHOOK_SECRET_KEY,
+      retention: yield* DELIVERY_RETENTION
+    }
     const queue = yield* DeliveryQueue
     const timeoutMs = Math.max(1, Math.round(Duration.toMillis(options.timeout)))
     const leaseMs = Math.round(Duration.toMillis(leaseOf(options.timeout)))
-    const pollMs = Math.round(Duration.toMillis(options.pollInterval ?? Duration.seconds(1)))
+    const pollMs = Math.round(Duration.toMillis(POLL_INTERVAL))
     const stopping = yield* Ref.make(false)
     const outage = yield* Outage.make
     const claimWakeups = yield* Signal.make
@@ -170,9 +180,9 @@ const make = (options: DispatcherOptions) =>
       queue,
       outage,
       retention: options.retention,
-      every: options.purgeInterval ?? Duration.minutes(1)
+      every: PURGE_INTERVAL
     }))
-    yield* Effect.forkScoped(ClockCheck.run(clock, options.clockInterval ?? Duration.minutes(1)))
+    yield* Effect.forkScoped(ClockCheck.run(clock, CLOCK_INTERVAL))
 
     yield* Effect.logInfo("dispatcher: running", {
       concurrency: options.concurrency,

@@ -5,12 +5,15 @@
  * outbox's NOTIFY (LISTEN on a connection of its own) or POLL, the safety
  * net for a missed notification or a lost listen connection. A batch that
  * made deliveries wakes the claim (`made`). Events of a disabled
- * subscription are journaled as skipped there, and counted.
+ * subscription are journaled as skipped there, and counted. A batch that
+ * found events is the span `Dispatcher.fanOut`, linked to the span that
+ * wrote each event (docs/operations.md "Traces").
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import type { DeliveryQueue } from "@school/persistence/DeliveryQueue"
+import * as Tracing from "@school/runtime/Tracing"
 import * as Metrics from "./Metrics.ts"
 import type { Outage } from "./Outage.ts"
 import * as Signal from "./Signal.ts"
@@ -28,6 +31,8 @@ export const run = (options: {
   Effect.gen(function*() {
     const { outage, queue } = options
     const notified = yield* Signal.make
+    // The events' traceparents are read only where the links they make leave the process.
+    const traceparents = yield* Tracing.exporting
 
     const listen = Effect.scoped(
       queue.wakeups.pipe(
@@ -45,7 +50,16 @@ export const run = (options: {
     )
 
     /** One batch; how long to wait before the next (0: at once). */
-    const pass: Effect.Effect<number> = queue.fanOut(FAN_OUT_BATCH).pipe(
+    const pass: Effect.Effect<number> = queue.fanOut(FAN_OUT_BATCH, { traceparents }).pipe(
+      Tracing.workAfter("Dispatcher.fanOut", {
+        worth: (fanned) => fanned.events > 0,
+        attributes: (fanned) => ({
+          "dispatcher.events": fanned.events,
+          "dispatcher.deliveries": fanned.deliveries,
+          "dispatcher.skipped": fanned.skipped
+        }),
+        links: (fanned) => Tracing.linksTo(fanned.traceparents ?? [])
+      }),
       Effect.tap((fanned) => fanned.deliveries > 0 ? options.made : Effect.void),
       Effect.tap((fanned) => fanned.skipped > 0 ? Metrics.skippedDeliveries(fanned.skipped) : Effect.void),
       Effect.tap(() => outage.answered),

@@ -21,8 +21,12 @@ import * as RequestId from "@school/domain/RequestId"
 import { SHUTTING_DOWN, Stopping } from "@school/runtime/Shutdown"
 import { DeliveryQueue } from "@school/persistence/DeliveryQueue"
 import * as RuntimeMetrics from "@school/runtime/Metrics"
+import * as SettingKinds from "@school/runtime/SettingKinds"
 import { Dispatcher } from "./Dispatcher.ts"
 import * as Metrics from "./Metrics.ts"
+
+/** `DISPATCHER_PORT` (docs/operations.md "Settings"): where these routes listen, on HOST; 0: any free port. */
+export const DISPATCHER_PORT = SettingKinds.make("DISPATCHER_PORT", SettingKinds.integer(0, 65535), 3001)
 
 const json = (response: Http.ServerResponse, status: number, body: unknown) => {
   const text = JSON.stringify(body)

@@ -1,5 +1,5 @@
 /**
- * The receiver client: one POST to a receiver (spec 6.2, 6.5;
+ * The receiver client: one POST to a receiver (docs/integrators.md "Receiving webhooks";
  * docs/decisions.md "Webhooks"), as the `Receiver` service, whose `send`
  * and `postAttempt` never fail: every end of an attempt is an `Outcome`.
  *

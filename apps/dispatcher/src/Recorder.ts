@@ -12,6 +12,8 @@
  *
  * `stop` ends the queue, lets the stream record what is left, and waits for
  * it (5 s at most).
+ *
+ * Each batch is the span `Dispatcher.record` (docs/operations.md "Traces").
  */
 import type * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
@@ -21,6 +23,7 @@ import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import type { AttemptRecord, DeliveryQueue } from "@school/persistence/DeliveryQueue"
+import * as Tracing from "@school/runtime/Tracing"
 import type { Outage } from "./Outage.ts"
 
 /** Attempts recorded per statement, at most. */
@@ -43,6 +46,7 @@ export const make = (options: {
     const recordBatch = (batch: ReadonlyArray<AttemptRecord>) =>
       options.queue.record(batch).pipe(
         Effect.retry(Schedule.max([Schedule.spaced("250 millis"), Schedule.recurs(8)])),
+        Tracing.work("Dispatcher.record", { root: true, attributes: { "dispatcher.attempts": batch.length } }),
         Effect.tap((recorded) =>
           Effect.andThen(
             options.outage.answered,

@@ -1,6 +1,6 @@
 /**
- * One attempt of a claimed delivery (spec 6.2, 6.5; docs/decisions.md
- * "Webhooks"): the secret decrypted, the stored body signed with this
+ * One attempt of a claimed delivery (docs/integrators.md "Receiving webhooks";
+ * docs/decisions.md "Webhooks"): the secret decrypted, the stored body signed with this
  * attempt's time (the database's clock: ClockCheck `now`) and POSTed by the
  * receiver client (apps/dispatcher/src/Receiver.ts); what came of it goes to
  * the recorder, with the next attempt's pause from the retry plan (one
@@ -16,6 +16,11 @@
  * Each attempt is counted in /metrics and logged (docs/operations.md "Log
  * lines"): a failed one at Info, a delivered one at Debug, a postponed one
  * at Warning. Never the URL (it may carry a token), the secret or the body.
+ *
+ * Each attempt is the span `Dispatcher.send`, a child of the span that wrote
+ * the event (its `traceparent`), so the trace of a business write holds its
+ * delivery attempts (docs/operations.md "Traces"). Nothing of the trace is
+ * sent to the receiver.
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -25,6 +30,7 @@ import type * as Schedule from "effect/Schedule"
 import * as RetryPlan from "@school/domain/RetryPlan"
 import * as WebhookSecret from "@school/domain/WebhookSecret"
 import type { AttemptRecord, Claimed } from "@school/persistence/DeliveryQueue"
+import * as Tracing from "@school/runtime/Tracing"
 import * as Metrics from "./Metrics.ts"
 import type * as Receiver from "./Receiver.ts"
 
@@ -36,6 +42,22 @@ export const OURS_PAUSE = Duration.seconds(1)
  * fails the way ours would cannot keep a delivery pending forever.
  */
 export const MAX_POSTPONEMENTS = 60
+
+/** The attempt's span: under the span that wrote the event when it has one; what it is, never its URL. */
+const attemptSpan = (delivery: Claimed) => {
+  const parent = Tracing.fromTraceparent(delivery.traceparent)
+  return {
+    kind: "consumer" as const,
+    ...(Option.isSome(parent) ? { parent: parent.value } : { root: true }),
+    attributes: {
+      "school.id": delivery.school_id,
+      "webhook.subscription_id": delivery.subscription_id,
+      "webhook.delivery_id": delivery.public_id,
+      "webhook.event": delivery.event,
+      "webhook.attempt": delivery.attempt
+    }
+  }
+}
 
 export const make = (options: {
   readonly keys: ReadonlyArray<WebhookSecret.SecretKey>
@@ -82,6 +104,11 @@ export const make = (options: {
           at
         })
       const then = yield* next(delivery, outcome)
+      yield* Effect.annotateCurrentSpan({
+        "webhook.outcome": then.outcome,
+        "webhook.result": Metrics.resultOf(outcome),
+        ...(outcome.responseCode === null ? {} : { "http.response.status_code": outcome.responseCode })
+      })
       const line = {
         delivery_id: delivery.id,
         subscription_id: delivery.subscription_id,
@@ -117,5 +144,5 @@ export const make = (options: {
         responseBody: outcome.responseBody,
         ...then
       })
-    })
+    }).pipe(Tracing.work("Dispatcher.send", attemptSpan(delivery)))
 }

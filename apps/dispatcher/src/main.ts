@@ -1,6 +1,7 @@
 /**
- * The dispatcher process (docs/development.md "apps/dispatcher"; spec 6.5):
- * reads the settings, connects to DATABASE_URL, runs the delivery loop
+ * The dispatcher process (docs/development.md "apps/dispatcher";
+ * docs/integrators.md "Receiving webhooks"):
+ * checks its settings (DispatcherSettings.ts), connects to DATABASE_URL, runs the delivery loop
  * (apps/dispatcher/src/Dispatcher.ts) and serves /health/live and
  * /health/ready on HOST:DISPATCHER_PORT, until SIGTERM/SIGINT: then
  * (docs/operations.md "Shutdown") /health/ready answers 503 `shutting_down`
@@ -11,67 +12,67 @@
  * 1 (as the API); one that goes away later is logged and waited for, and the
  * process keeps running.
  */
-import { checkConnection } from "@school/local-postgres/Database"
 import { DeliveryQueue } from "@school/persistence/DeliveryQueue"
 import * as Sql from "@school/persistence/Sql"
+import { checkConnection } from "@school/runtime/DatabaseConnection"
 import { runMain } from "@school/runtime/Main"
 import { cannotListen } from "@school/runtime/Ports"
-import { InvalidSetting, Settings } from "@school/runtime/Settings"
+import * as Settings from "@school/runtime/Settings"
 import * as Shutdown from "@school/runtime/Shutdown"
+import * as Tracing from "@school/runtime/Tracing"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
-import { Dispatcher, optionsFromSettings } from "./Dispatcher.ts"
-import { serveHealth } from "./Health.ts"
+import { Dispatcher, DISPATCHER_CONCURRENCY, WEBHOOK_TIMEOUT } from "./Dispatcher.ts"
+import { DispatcherSettings } from "./DispatcherSettings.ts"
+import { DISPATCHER_PORT, serveHealth } from "./Health.ts"
 
 const program = Effect.gen(function*() {
-  const settings = yield* Settings
-  if (Option.isNone(settings.databaseUrl)) {
-    return yield* new InvalidSetting({
-      setting: "DATABASE_URL",
-      expected: "a postgres:// URL (the dispatcher does not start a database; use npm start for that)",
-      got: ""
-    })
-  }
-  const options = optionsFromSettings(settings)
+  const url = yield* Settings.requiredDatabaseUrl(
+    "a postgres:// URL (the dispatcher does not start a database; use npm start for that)"
+  )
+  const host = yield* Settings.HOST
+  const dispatcherPort = yield* DISPATCHER_PORT
   const database = Sql.layer({
-    url: settings.databaseUrl.value,
+    url,
     // The loop, the recorder, the purge and /health/ready; LISTEN holds one more.
     maxConnections: 6,
     applicationName: "school-dispatcher",
-    statementTimeout: settings.databaseStatementTimeout,
-    acquireTimeout: settings.databaseAcquireTimeout
+    statementTimeout: yield* Settings.DATABASE_STATEMENT_TIMEOUT,
+    acquireTimeout: yield* Settings.DATABASE_ACQUIRE_TIMEOUT
   })
   const pool = yield* Layer.build(database).pipe(Effect.orDie)
   // Reachable at start, or one line and exit 1; once running, an outage is waited for.
-  yield* checkConnection(settings.databaseUrl.value).pipe(Effect.provideContext(pool))
+  yield* checkConnection(url).pipe(Effect.provideContext(pool))
   // The loop gets a scope of its own, so a stop can end it while the health routes still answer.
   const loopScope = yield* Effect.acquireRelease(Scope.make(), (scope, exit) => Scope.close(scope, exit))
   const context = yield* Layer.buildWithScope(
-    Dispatcher.layer(options).pipe(Layer.provideMerge(DeliveryQueue.layer), Layer.provideMerge(Layer.succeedContext(pool))),
+    Dispatcher.layer.pipe(Layer.provideMerge(DeliveryQueue.layer), Layer.provideMerge(Layer.succeedContext(pool))),
     loopScope
   )
   const shutdown = yield* Shutdown.make
-  const port = yield* serveHealth(settings.host, settings.dispatcherPort).pipe(
+  const port = yield* serveHealth(host, dispatcherPort).pipe(
     Effect.provideContext(context),
     Effect.provideService(Shutdown.Stopping, shutdown),
-    Effect.catch((cause) =>
-      cannotListen({ host: settings.host, port: settings.dispatcherPort, setting: "DISPATCHER_PORT", cause })
-    )
+    Effect.catch((cause) => cannotListen({ host, port: dispatcherPort, setting: "DISPATCHER_PORT", cause }))
   )
-  yield* Effect.logInfo(`dispatcher ready; health on http://${settings.host}:${port}/health/ready`, {
+  yield* Effect.logInfo(`dispatcher ready; health on http://${host}:${port}/health/ready`, {
     port,
-    concurrency: options.concurrency,
-    timeout: Duration.format(options.timeout)
+    concurrency: yield* DISPATCHER_CONCURRENCY,
+    timeout: Duration.format(yield* WEBHOOK_TIMEOUT)
   })
   // On SIGTERM, in the reverse order of these two: readiness 503 and SHUTDOWN_DELAY; then the loop
   // stops; the health routes close after it.
   yield* Effect.addFinalizer(() => Scope.close(loopScope, Exit.void))
-  yield* Shutdown.drainFirst(shutdown, settings.shutdownDelay)
+  yield* Shutdown.drainFirst(shutdown, yield* Settings.SHUTDOWN_DELAY)
   return yield* Effect.never
-}).pipe(Effect.scoped, Effect.provide(Settings.layerWithLogging))
+}).pipe(
+  Effect.scoped,
+  // Its loops poll: only the spans of work done are recorded (libs/runtime/src/Tracing.ts).
+  Effect.provide(Tracing.layer("school-dispatcher", { ambient: false })),
+  Effect.provide(Settings.layer(DispatcherSettings))
+)
 
 runMain(program)

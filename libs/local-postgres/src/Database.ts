@@ -1,21 +1,14 @@
 /**
  * Owns what a process knows of the database it uses (docs/operations.md
- * "Commands"): its superuser connection string and where it came from, how
- * it is shown without its password, and the one-line error when it cannot be
- * started or reached.
+ * "Commands"): its superuser connection string and where it came from, and
+ * the one-line error when the embedded one ends while the service runs. How
+ * a connection string is shown, the check that a database answers and the
+ * error when it cannot be started or reached are libs/runtime/src/DatabaseConnection.ts.
  */
-import * as Effect from "effect/Effect"
+import type * as Effect from "effect/Effect"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
-import * as SqlClient from "effect/sql/SqlClient"
 import { howItEnded } from "@school/runtime/ChildProcesses"
-
-/** The database could not be started or reached. Its own report: `runMain` prints `error: <message>`, no stack. */
-export class DatabaseStartError extends Schema.TaggedError<DatabaseStartError>()("DatabaseStartError", {
-  message: Schema.String
-}) {
-  override readonly [Runtime.errorReported] = false
-}
 
 /** A running PostgreSQL server and how to reach it as a superuser. */
 export interface Database {
@@ -51,28 +44,3 @@ export class DatabaseExited extends Schema.TaggedError<DatabaseExited>()("Databa
 
 /** The given server: nothing to start or stop. */
 export const fromUrl = (url: string): Database => ({ url, origin: "url" })
-
-/** host:port/database of a connection string, never its password. */
-export const describeUrl = (url: string): string => {
-  if (!URL.canParse(url)) return "(malformed URL)"
-  const parsed = new URL(url)
-  return `${parsed.host}${parsed.pathname}`
-}
-
-/** The innermost cause's message: "connect ECONNREFUSED 127.0.0.1:5432" rather than "Failed to connect". */
-const rootMessage = (error: unknown): string => {
-  let current = error
-  while (current instanceof Error && current.cause instanceof Error) current = current.cause
-  return current instanceof Error ? current.message : String(current)
-}
-
-/** `SELECT 1` on the client's database; an unreachable one is a one-line `DatabaseStartError`. */
-export const checkConnection = (url: string): Effect.Effect<void, DatabaseStartError, SqlClient.SqlClient> =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    yield* sql`SELECT 1`.pipe(
-      Effect.mapError((error) =>
-        new DatabaseStartError({ message: `cannot connect to the database at ${describeUrl(url)}: ${rootMessage(error)}` })
-      )
-    )
-  })

@@ -8,7 +8,8 @@
 import type { Scope } from "effect"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { type Database, type DatabaseStartError, fromUrl } from "./Database.ts"
+import type { DatabaseStartError } from "@school/runtime/DatabaseConnection"
+import { type Database, fromUrl } from "./Database.ts"
 import * as EmbeddedPostgres from "./EmbeddedPostgres.ts"
 
 /**

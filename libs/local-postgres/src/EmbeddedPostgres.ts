@@ -38,7 +38,8 @@ import { createRequire } from "node:module"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
-import { type Database, DatabaseStartError } from "./Database.ts"
+import { DatabaseStartError } from "@school/runtime/DatabaseConnection"
+import type { Database } from "./Database.ts"
 import { isAlive } from "./Pids.ts"
 
 export interface EmbeddedOptions {

@@ -28,7 +28,7 @@
  * The dispatcher runs with 50: its peak under the throughput scenario is 129–131 MiB with it
  * (123–127 with 30), and 30 cost it throughput that 50 does not: 0.98x, 0.99x, 0.92x of
  * graphile-worker in three runs with 30, 1.07x and 1.06x in two with 50, alternated, from a
- * fresh clone (docs/performance.md "Webhook dispatcher (issue 11)").
+ * fresh clone (docs/performance.md "Webhook dispatcher").
  */
 export const NODE_FLAGS: { readonly api: ReadonlyArray<string>; readonly dispatcher: ReadonlyArray<string> } = {
   api: ["--max-semi-space-size=8", "--heap-growing-percent=30"],
