@@ -2,11 +2,11 @@
  * The public API with nothing but `fetch` (Node 18+; run it with Node 24 as
  * `node examples/fetch-client.ts`, which strips the types):
  *
- * - every request carries `Authorization: Bearer <key>` (spec 5.1);
+ * - every request carries `Authorization: Bearer <key>` (docs/integrators.md "Authentication");
  * - a 429 is repeated after `Retry-After` seconds, the pause doubling when
- *   429 recurs, at most `maxAttempts` attempts (spec 4.3 rule 3, spec 8);
+ *   429 recurs, at most `maxAttempts` attempts (docs/integrators.md "Limits");
  * - a write carries an `Idempotency-Key`, one fresh UUID per logical write,
- *   and every repeat of that write sends the same key (spec 4.1, 4.3 rule 1).
+ *   and every repeat of that write sends the same key (docs/integrators.md "Writing").
  *
  * Env: API_URL (e.g. http://127.0.0.1:3000/api/public/v1; the origin alone
  * works too), API_KEY (a write key to create the lead; a read key lists
@@ -77,7 +77,7 @@ export const call = async <A = unknown>(
         throw new ApiError(response.status, envelope.error?.code ?? "unknown", envelope.error?.message ?? text, envelope.error?.fields)
       }
     }
-    // Wait at least Retry-After; double the previous pause when it recurs (spec 8), up to a minute unless Retry-After says more.
+    // Wait at least Retry-After; double the previous pause when it recurs, up to a minute unless Retry-After says more.
     const header = response?.headers.get("retry-after")
     const retryAfterSeconds = header === null || header === undefined ? undefined : Number(header)
     pauseMs = Math.max((retryAfterSeconds ?? 0) * 1000, Math.min(60_000, pauseMs === 0 ? 1_000 : 2 * pauseMs))

@@ -1,6 +1,6 @@
 /**
- * Keeps a local copy of a school's students (spec 4.3 rule 4;
- * docs/integrators.md "Keeping a copy in sync"):
+ * Keeps a local copy of a school's students
+ * (docs/integrators.md "Keeping a copy in sync"):
  *
  * 1. The first run is a full copy, without `updated_since`: students with
  *    the legacy placeholder as their last-modified time never appear in an
@@ -17,7 +17,7 @@
  *    list, and ids are never reused, so a student created during the walk
  *    is met on a later page and no page shifts. A 429 is waited out
  *    (`Retry-After`, doubling on repeats) and the SAME page (the same
- *    cursor) is asked again; skipping it would leave a gap (spec 4.3 rule 3).
+ *    cursor) is asked again; skipping it would leave a gap.
  * 4. A run that fails stores nothing: the checkpoint stays, the next run
  *    repeats the work.
  *
@@ -81,7 +81,7 @@ const main = async () => {
     Object.entries((await readJson<Record<string, unknown>>(copyFile)) ?? {}).map(([id, student]) => [Number(id), student])
   )
 
-  // Spec 4.3 rule 4: the start time, taken before the first page.
+  // The start time, taken before the first page (docs/integrators.md "Keeping a copy in sync").
   const startedAt = new Date().toISOString()
   const mode = checkpoint === undefined ? "full" : "incremental"
   const query: Record<string, string> = {}

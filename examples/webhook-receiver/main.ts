@@ -1,6 +1,5 @@
 /**
- * A webhook receiver (spec 6.2, 6.5; docs/integrators.md "Receiving
- * webhooks"). For every POST it:
+ * A webhook receiver (docs/integrators.md "Receiving webhooks"). For every POST it:
  *
  * 1. reads the raw body bytes, exactly as they arrived (the signature is
  *    over those bytes; parsing and re-serializing would change them);
@@ -16,8 +15,8 @@
  *    headers, and 204 to a good one at once (the service waits 10 s at most
  *    and counts anything slower as a failure), before doing the work;
  * 5. deduplicates: retries and resends carry the byte-identical body, which
- *    holds the event, its payload ids and the first attempt's `timestamp`
- *    (spec 6.5 rule 3), so the SHA-256 of the body is the event's key; a
+ *    holds the event, its payload ids and the first attempt's `timestamp`,
+ *    so the SHA-256 of the body is the event's key; a
  *    `webhook-id` seen before is a duplicate too. Kept in memory here, for
  *    24 hours; a real receiver keeps the key in its database, under a
  *    unique constraint, in the transaction that does the work.
@@ -39,7 +38,7 @@ if (!secret.startsWith("whsec_")) {
 const standard = new Webhook(secret)
 const log = (fields: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(fields)}\n`)
 
-/** Spec 6.2: hex HMAC-SHA256 of the raw bytes, keyed with the secret string's UTF-8 bytes; constant-time comparison. */
+/** X-Service-Signature: hex HMAC-SHA256 of the raw bytes, keyed with the secret string's UTF-8 bytes; constant-time comparison. */
 export const verifyServiceSignature = (raw: Buffer, header: string | undefined, key: string): boolean => {
   if (header === undefined || !/^[0-9a-f]{64}$/i.test(header)) return false
   const expected = createHmac("sha256", Buffer.from(key, "utf8")).update(raw).digest()
@@ -103,7 +102,7 @@ const server = createServer((request, response) => {
     }
     const key = createHash("sha256").update(raw).digest("hex")
     const fresh = firstTime([`body:${key}`, `id:${webhookId}`])
-    answer(204) // answer first, work after (spec 6.5 rule 1)
+    answer(204) // answer first (2xx within 10 seconds), work after
     if (!fresh) return log({ step: "duplicate", event: event.event, webhook_id: webhookId })
     setImmediate(() => process_(event, webhookId))
   })

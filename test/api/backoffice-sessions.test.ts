@@ -10,6 +10,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { createSchool } from "@school/persistence/Schools"
+import { hashPassword } from "@school/runtime/Passwords"
 import * as SessionRules from "@school/domain/Sessions"
 import * as BackOfficeErrors from "@school/domain/BackOfficeErrors"
 import { backOfficeClient, failsWith, JSON_CONTENT_TYPE, type RawReply, V1 } from "../support/Clients.ts"
@@ -60,12 +61,12 @@ class World extends Context.Service<World, {
       const a = yield* createSchool({
         name: "School A",
         plan: "pro",
-        owner: { name: "Anna Owner", email: "Owner@School-A.test", password: PASSWORD }
+        owner: { name: "Anna Owner", email: "Owner@School-A.test", passwordHash: yield* hashPassword(PASSWORD) }
       })
       yield* createSchool({
         name: "School B",
         plan: "pro",
-        owner: { name: "Boris Owner", email: "owner@school-b.test", password: PASSWORD }
+        owner: { name: "Boris Owner", email: "owner@school-b.test", passwordHash: yield* hashPassword(PASSWORD) }
       })
       return World.of({
         schoolId: a.school_id,
@@ -286,14 +287,14 @@ layer(Env, { excludeTestServices: true })("back-office sessions", (it) => {
         const world = yield* World
         const anonymous = yield* backOfficeClient(server.baseUrl)
         const signedIn = yield* anonymous.login.create({ payload: { email: world.ownerEmail, password: PASSWORD } })
-        assert.strictEqual(signedIn.data.employee.role, "owner")
+        assert.strictEqual(signedIn.employee.role, "owner")
         const wrong = yield* anonymous.login.create({ payload: { email: "nobody@x.test", password: "nope nope nope" } })
           .pipe(failsWith(BackOfficeErrors.Unauthenticated))
         assert.strictEqual(wrong.message, "Wrong e-mail or password.")
         yield* anonymous.sessions.current().pipe(failsWith(BackOfficeErrors.Unauthenticated))
-        const api = yield* backOfficeClient(server.baseUrl, signedIn.data.token)
+        const api = yield* backOfficeClient(server.baseUrl, signedIn.token)
         const current = yield* api.sessions.current()
-        assert.deepStrictEqual(current.data.employee, signedIn.data.employee)
+        assert.deepStrictEqual(current.employee, signedIn.employee)
         yield* api.sessions.delete()
         yield* api.sessions.current().pipe(failsWith(BackOfficeErrors.Unauthenticated))
       }))
@@ -322,7 +323,8 @@ layer(Env, { excludeTestServices: true })("back-office sessions", (it) => {
     it.effect("30 concurrent wrong guesses for one e-mail: at most 5 are checked, the rest 429", () =>
       Effect.gen(function*() {
         const email = "burst@school-a.test"
-        yield* createSchool({ name: "School Burst", plan: null, owner: { name: "B", email, password: PASSWORD } })
+        const passwordHash = yield* hashPassword(PASSWORD)
+        yield* createSchool({ name: "School Burst", plan: null, owner: { name: "B", email, passwordHash } })
         const replies = yield* Effect.forEach(
           Array.from({ length: 30 }, (_, i) => i),
           (i) => signIn(email, `wrong password ${i}`),
@@ -342,7 +344,8 @@ layer(Env, { excludeTestServices: true })("back-office sessions", (it) => {
         const world = yield* World
         const sql = yield* SqlClient.SqlClient
         const email = "teacher@school-a.test"
-        yield* createSchool({ name: "School T", plan: null, owner: { name: "T", email, password: PASSWORD } })
+        const passwordHash = yield* hashPassword(PASSWORD)
+        yield* createSchool({ name: "School T", plan: null, owner: { name: "T", email, passwordHash } })
         for (let i = 0; i < SessionRules.FREE_FAILURES; i++) {
           expectBackOfficeError(yield* signIn(email, `wrong password ${i}`), 401, "UNAUTHENTICATED")
         }

@@ -1,6 +1,6 @@
 /**
- * Concurrency with real parallel HTTP requests against a listening server
- * (issue 4): 50 identical POST /leads with one Idempotency-Key at once
+ * Concurrency with real parallel HTTP requests against a listening server:
+ * 50 identical POST /leads with one Idempotency-Key at once
  * create one lead and one lead.created event, and every answer is the stored
  * 201 or 409 idempotency_in_progress; N parallel enrollments of different
  * students into a group with k free places give exactly k successes and N-k
@@ -61,7 +61,7 @@ const groupCounts = Effect.fnUntraced(function*(schoolId: number, groupId: numbe
 }, Effect.orDie)
 
 layer(Env, { excludeTestServices: true })("concurrency", (it) => {
-  describe("one Idempotency-Key, 50 requests at once (spec 4.3 rules 1-2)", () => {
+  describe("one Idempotency-Key, 50 requests at once", () => {
     it.effect("one lead, one lead.created; every answer the stored 201 (byte-identical) or 409", () =>
       Effect.gen(function*() {
         const world = yield* World
@@ -107,7 +107,7 @@ layer(Env, { excludeTestServices: true })("concurrency", (it) => {
       }), { timeout: 60_000 })
   })
 
-  describe("capacity (issue 4: N parallel enrollments into k free places)", () => {
+  describe("capacity (N parallel enrollments into k free places)", () => {
     for (const [capacity, taken, students] of [[5, 0, 30], [8, 3, 35], [1, 0, 20]] as const) {
       const free = capacity - taken
       it.effect(`capacity ${capacity}, ${taken} taken, ${students} at once: exactly ${free} enrolled, ${students - free} group_full`, () =>

@@ -1,5 +1,5 @@
 /**
- * What a request body is (issue 9; docs/decisions.md "Requests and
+ * What a request body is (docs/decisions.md "Requests and
  * responses", "Idempotency"): JSON in UTF-8, uncompressed, checked once for
  * every write before its Idempotency-Key is claimed (apps/api/src/RequestBody.ts):
  * - a body without a Content-Type, or with a media type other than
@@ -87,7 +87,7 @@ const refusedThenRuns = (refuse: (key: string) => Effect.Effect<void, unknown, T
     assert.strictEqual(yield* count("leads", world.schoolId), leads + 1)
   })
 
-layer(Env, { excludeTestServices: true })("request bodies: JSON in UTF-8 (issue 9)", (it) => {
+layer(Env, { excludeTestServices: true })("request bodies: JSON in UTF-8", (it) => {
   describe("the probe's bodies", () => {
     it.effect("a body without Content-Type: 415 unsupported_media_type, not stored", () =>
       refusedThenRuns((key) =>

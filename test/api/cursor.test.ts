@@ -1,5 +1,5 @@
 /**
- * Cursor pagination on every public list (issue 14 "Sync that stays cheap",
+ * Cursor pagination on every public list (docs/integrators.md "Lists and pagination",
  * docs/decisions.md "Cursor pagination"), against a real database:
  * `starting_after` walks return exactly the items the page-number form
  * returns, in id order, each once, with the cursor meta (per_page,
@@ -198,7 +198,7 @@ layer(Env, { excludeTestServices: true })("cursor pagination (starting_after)", 
       }))
   })
 
-  describe("updated_since with a cursor (spec 4.3 rule 4)", () => {
+  describe("updated_since with a cursor", () => {
     it.effect("is the same selection as without, in id order; legacy students never appear", () =>
       Effect.gen(function*() {
         const w = yield* World

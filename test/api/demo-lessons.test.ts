@@ -1,6 +1,6 @@
 /**
- * POST /demo-lessons against a real database over a real socket (issue 4;
- * spec 1, 4.2, 7; docs/decisions.md "Writes"): a booking for a student or a lead,
+ * POST /demo-lessons against a real database over a real socket
+ * (docs/integrators.md "Writing"; docs/decisions.md "Writes"): a booking for a student or a lead,
  * no webhook event, no place taken, and every error with status, code and
  * fields.
  */
@@ -130,7 +130,7 @@ layer(Env, { excludeTestServices: true })("POST /demo-lessons", (it) => {
   })
 
   describe("errors", () => {
-    it.effect("neither user_id nor lead_id: validation_failed with fields.user_id (spec 4.2, 7.2)", () =>
+    it.effect("neither user_id nor lead_id: validation_failed with fields.user_id", () =>
       Effect.gen(function*() {
         const world = yield* World
         for (const body of [{ group_id: world.group }, { group_id: world.group, user_id: null, lead_id: null }]) {

@@ -1,6 +1,6 @@
 /**
  * POST /students/{id}/groups against a real database over a real socket
- * (issue 4; spec 4.2, 6.3, 7.2; docs/decisions.md "Writes"): the enrollment, its
+ * (docs/integrators.md "Writing"; docs/decisions.md "Writes"): the enrollment, its
  * group.enrolled outbox row, the place it takes, the student's card and
  * last-modified time, and every error with status, code and fields.
  */
@@ -139,7 +139,7 @@ layer(Env, { excludeTestServices: true })("POST /students/{id}/groups", (it) => 
       }))
   })
 
-  describe("errors (spec 7.2)", () => {
+  describe("errors", () => {
     it.effect("student_not_found (422): another school's student or none; checked before the group", () =>
       Effect.gen(function*() {
         const world = yield* World

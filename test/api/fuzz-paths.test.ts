@@ -1,5 +1,5 @@
 /**
- * Generated path spellings (issue 9; docs/decisions.md "Requests and
+ * Generated path spellings (docs/decisions.md "Requests and
  * responses", "Idempotency"), complementing the examples of
  * hardening-paths.test.ts: every spelling of POST /leads made of another
  * case, percent-encoded characters (upper- or lower-case hex), doubled
@@ -65,7 +65,7 @@ const asMatched = (path: string): string => decodeURIComponent(path.split(";")[0
 let n = 0
 const freshKey = () => `spelling-${++n}-${Math.random().toString(36).slice(2)}`
 
-layer(Env, { excludeTestServices: true })("generated path spellings (issue 9)", (it) => {
+layer(Env, { excludeTestServices: true })("generated path spellings", (it) => {
   it.effect.prop(
     "a spelling of POST /leads is the same operation (replayed, nothing created) or 404 not_found",
     [Schema.Array(Spelling).check(Schema.isMinLength(1), Schema.isMaxLength(6))],

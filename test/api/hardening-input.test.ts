@@ -1,6 +1,6 @@
 /**
- * Input the validators used to accept and the database rejected (issue 9;
- * docs/decisions.md "Requests and responses", "Lists", "GET /lessons",
+ * Input the validators used to accept and the database rejected
+ * (docs/decisions.md "Requests and responses", "Lists", "GET /lessons",
  * "Idempotency"), over HTTP against a real database: each is now 422
  * validation_failed on its field, never 500:
  * - `updated_since` and `starts_at` beyond ±14:00 or outside years 1..9999
@@ -57,7 +57,7 @@ const fieldsOf = (reply: Parameters<typeof expectError>[0]) => Object.keys(expec
 const FarOffset = Schema.Union([int(14 * 60 + 1, 99 * 60 + 59), int(-(99 * 60 + 59), -(14 * 60 + 1))])
 const offsetText = (minutes: number) => `${minutes < 0 ? "-" : "+"}${pad(Math.trunc(minutes / 60), 2)}:${pad(minutes % 60, 2)}`
 
-layer(Env, { excludeTestServices: true })("hardening: input (issue 9)", (it) => {
+layer(Env, { excludeTestServices: true })("hardening: input", (it) => {
   describe("timestamps: one range, checked on the instant", () => {
     it.effect.prop(
       "updated_since with an offset beyond ±14:00 is validation_failed on updated_since (GET /students, /payments)",

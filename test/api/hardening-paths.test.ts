@@ -1,6 +1,6 @@
 /**
- * Path spellings and the idempotency operation (issue 9, "Idempotency";
- * docs/decisions.md "Requests and responses", "Idempotency"):
+ * Path spellings and the idempotency operation
+ * (docs/decisions.md "Requests and responses", "Idempotency"):
  * - the router matches a path exactly as the route is written: another case,
  *   a trailing slash or a repeated slash is 404 not_found (never 405, never
  *   the endpoint), generated over every route and several spellings (but
@@ -85,7 +85,7 @@ const misspell = (path: string, how: "upper" | "trailing" | "double", at: number
   return query === undefined ? spelled : `${spelled}?${query}`
 }
 
-layer(Env, { excludeTestServices: true })("path spellings (issue 9)", (it) => {
+layer(Env, { excludeTestServices: true })("path spellings", (it) => {
   describe("the router matches paths exactly as written", () => {
     it.effect.prop(
       "another case, a trailing slash or a doubled slash is 404 not_found, for every route",

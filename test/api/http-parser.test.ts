@@ -1,5 +1,5 @@
 /**
- * Requests the HTTP layer answers before any route (issue 9; docs/decisions.md
+ * Requests the HTTP layer answers before any route (docs/decisions.md
  * "Requests and responses"), over raw TCP sockets: what Node's parser
  * refuses (header fields or URL too large, too many headers, the smuggling
  * shapes CL+TE and two Content-Lengths, a bad Transfer-Encoding, a garbage
@@ -121,7 +121,7 @@ const get = (target: string, headers: ReadonlyArray<string>) => `GET ${target} H
 const post = (headers: ReadonlyArray<string>, body: string) =>
   `POST ${V1}/leads HTTP/1.1${CRLF}Host: api${CRLF}${headers.map((h) => h + CRLF).join("")}${CRLF}${body}`
 
-layer(Env, { excludeTestServices: true })("requests the HTTP layer answers before any route (issue 9)", (it) => {
+layer(Env, { excludeTestServices: true })("requests the HTTP layer answers before any route", (it) => {
   describe("the probe's requests, in the envelope", () => {
     const cases: ReadonlyArray<readonly [string, string, number, string]> = [
       ["a 60 kB header", get(`${V1}/students`, ["Host: api", `X-Big: ${"a".repeat(60_000)}`]), 431, "request_header_fields_too_large"],

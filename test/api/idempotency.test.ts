@@ -1,6 +1,6 @@
 /**
  * Idempotency of the write endpoints against a real database over a real
- * socket (issue 4; spec 4.1, 4.3 rules 1-2, 7.2, 8; docs/decisions.md "Idempotency"):
+ * socket (docs/integrators.md "Writing"; docs/decisions.md "Idempotency"):
  * the header's absence and format, byte-identical replays, the scope
  * (school, key, method + path) shared by every key of a school, 24-hour
  * expiry, the wait and 409 while a first attempt runs (a real blocked
@@ -57,7 +57,7 @@ class World extends Context.Service<World, {
 }
 
 const Env = World.layer.pipe(
-  Layer.provideMerge(TestServer.layer({ idempotencyWait: Duration.millis(WAIT_MS) })),
+  Layer.provideMerge(TestServer.layer({ settings: { IDEMPOTENCY_WAIT: `${WAIT_MS}ms` } })),
   Layer.provideMerge(TestDatabase.layer)
 )
 
@@ -73,7 +73,7 @@ const leadCount = Effect.flatMap(World, (world) => count("leads", world.schoolA)
 const eventCount = Effect.flatMap(World, (world) => count("outbox_events", world.schoolA))
 
 layer(Env, { excludeTestServices: true })("idempotency", (it) => {
-  describe("the header (spec 7.2)", () => {
+  describe("the header", () => {
     it.effect("absent: 422 missing_idempotency_key with fields['Idempotency-Key'] on every write; nothing runs", () =>
       Effect.gen(function*() {
         const world = yield* World
@@ -131,7 +131,7 @@ layer(Env, { excludeTestServices: true })("idempotency", (it) => {
       }))
   })
 
-  describe("replay (spec 4.3 rule 1)", () => {
+  describe("replay", () => {
     it.effect("the same key again: the stored status and byte-identical body, Idempotent-Replayed: true, nothing runs again", () =>
       Effect.gen(function*() {
         const world = yield* World
@@ -141,7 +141,7 @@ layer(Env, { excludeTestServices: true })("idempotency", (it) => {
         const first = yield* post("/leads", { key: world.writeKey, idempotencyKey: key, body: { phone: "12345", name: "First" } })
         assert.strictEqual(first.status, 201)
         assert.isNull(first.headers.get("idempotent-replayed"))
-        // Even with another body: the stored result of the first execution is returned (spec 4.3 rule 1).
+        // Even with another body: the stored result of the first execution is returned.
         for (const body of [{ phone: "12345", name: "First" }, { phone: "99999", name: "Other" }]) {
           const again = yield* post("/leads", { key: world.writeKey, idempotencyKey: key, body })
           assert.strictEqual(again.status, 201)
@@ -196,7 +196,7 @@ layer(Env, { excludeTestServices: true })("idempotency", (it) => {
       }))
   })
 
-  describe("scope: (school, key, method + path), 24 hours (spec 8; docs/decisions.md \"Idempotency\")", () => {
+  describe("scope: (school, key, method + path), 24 hours (docs/decisions.md \"Idempotency\")", () => {
     it.effect("the same key on /students/5/groups and /students/6/groups is two operations", () =>
       Effect.gen(function*() {
         const world = yield* World
@@ -284,7 +284,7 @@ layer(Env, { excludeTestServices: true })("idempotency", (it) => {
       }))
   })
 
-  describe("a first attempt still running (spec 4.3 rule 2; IDEMPOTENCY_WAIT, 60 s: docs/decisions.md \"Idempotency\")", () => {
+  describe("a first attempt still running (IDEMPOTENCY_WAIT, 60 s: docs/decisions.md \"Idempotency\")", () => {
     it.effect("a repeat waits IDEMPOTENCY_WAIT, then 409 idempotency_in_progress without fields; the first then completes and replays", () =>
       Effect.gen(function*() {
         const world = yield* World

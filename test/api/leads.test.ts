@@ -1,6 +1,6 @@
 /**
- * POST /leads against a real database over a real socket (issue 4; spec 2.2,
- * 3, 4.2, 4.3 rule 5, 7; docs/decisions.md "Writes", "Requests and responses"):
+ * POST /leads against a real database over a real socket (docs/integrators.md
+ * "Writing", "lead.created"; docs/decisions.md "Writes", "Requests and responses"):
  * every rule of the lead, its lead.created outbox row, every error with its
  * status, code and fields, the body edge cases of the envelope (413, 415,
  * invalid JSON, non-object), and a property test holding the SQL status
@@ -112,7 +112,7 @@ const storedLead = Effect.fnUntraced(function*(schoolId: number, id: number) {
 }, Effect.orDie)
 
 layer(Env, { excludeTestServices: true })("POST /leads", (it) => {
-  describe("success (spec 2.2)", () => {
+  describe("success", () => {
     it.effect("201 {data: lead}: trimmed fields, defaults, main funnel as 0, its lowest-priority status", () =>
       Effect.gen(function*() {
         const world = yield* World
@@ -183,8 +183,8 @@ layer(Env, { excludeTestServices: true })("POST /leads", (it) => {
       }))
   })
 
-  describe("lead.created in the outbox (spec 4.3 rule 5, 6.3)", () => {
-    it.effect("one row per lead: the school, the event, the payload exactly as spec 6.3 lists it", () =>
+  describe("lead.created in the outbox", () => {
+    it.effect("one row per lead: the school, the event, the payload exactly as the event catalog lists it", () =>
       Effect.gen(function*() {
         const world = yield* World
         const before = yield* outbox(world.schoolB)
@@ -195,7 +195,7 @@ layer(Env, { excludeTestServices: true })("POST /leads", (it) => {
         assert.strictEqual(row.event, "lead.created")
         assert.match(row.created_at, MICROS_Z)
         const payload: unknown = JSON.parse(row.payload)
-        // Field for field, in the specification's order, the same name, phone and source as the lead.
+        // Field for field, in the catalog's order, the same name, phone and source as the lead.
         assert.deepStrictEqual(Schema.decodeUnknownSync(Events.LeadCreated)(payload, Events.strict), {
           lead_id: lead.id,
           name: "Ivan",
@@ -272,7 +272,7 @@ layer(Env, { excludeTestServices: true })("POST /leads", (it) => {
         }))
     }
 
-    it.effect("spec 2.2: an omitted phone has a per-field message", () =>
+    it.effect("an omitted phone has a per-field message", () =>
       Effect.gen(function*() {
         const error = expectError(yield* postLead({}), 422, "validation_failed")
         assert.deepStrictEqual(error.fields, { phone: ["phone is required"] })
@@ -341,7 +341,7 @@ layer(Env, { excludeTestServices: true })("POST /leads", (it) => {
       }))
   })
 
-  describe("authentication and scope come first (spec 5.1; the order of checks: docs/decisions.md \"Authentication and scopes\")", () => {
+  describe("authentication and scope come first (the order of checks: docs/decisions.md \"Authentication and scopes\")", () => {
     it.effect("no key: 401; a read key: 403 insufficient_scope, even without an Idempotency-Key; nothing written", () =>
       Effect.gen(function*() {
         const world = yield* World
@@ -369,7 +369,7 @@ layer(Env, { excludeTestServices: true })("POST /leads", (it) => {
       }))
   })
 
-  describe("status choice (spec 2.2, part 3) against the database", () => {
+  describe("status choice against the database", () => {
     const Priorities = Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: -3, maximum: 3 }))).check(
       Schema.isMinLength(1),
       Schema.isMaxLength(6)

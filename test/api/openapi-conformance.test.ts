@@ -1,5 +1,6 @@
 /**
- * Real answers match the public OpenAPI document (issue 13 "Integrators"):
+ * Real answers match the public OpenAPI document (docs/integrators.md
+ * "The OpenAPI documents"):
  * every operation is driven over HTTP through its success and each error
  * status it documents, and every answer (status, documented headers such as
  * Retry-After, Idempotent-Replayed and X-Request-Id, and the body) is checked
@@ -12,7 +13,7 @@
  * school whose budget is one request per window for the 429s.
  */
 import { assert, layer } from "@effect/vitest"
-import { Deferred, Duration, Effect, Fiber, Layer, Option } from "effect"
+import { Deferred, Effect, Fiber, Layer, Option } from "effect"
 import { OPENAPI_PATH } from "@school/api/Server"
 import { MAX_BODY_BYTES } from "@school/api/Server"
 import { type RawReply, type RawRequest, V1 } from "../support/Clients.ts"
@@ -26,7 +27,7 @@ import { TestServer } from "../support/TestServer.ts"
 const LIMITED_PLAN = "basic"
 
 const Env = TestServer.layer({
-  idempotencyWait: Duration.millis(300),
+  settings: { IDEMPOTENCY_WAIT: "300ms" },
   rateLimit: { budgets: Option.some({ byPlan: { [LIMITED_PLAN]: 1 }, fallback: 100_000 }) }
 }).pipe(Layer.provideMerge(TestDatabase.layer))
 

@@ -3,7 +3,7 @@
  * back office `/api/crm/v1/openapi.json`), fetched from the running server:
  * valid by the official OpenAPI 3.1 JSON Schema
  * (@seriousme/openapi-schema-validator), and what a code generator needs
- * (issue 13 "Integrators"): integer parameters typed as integers,
+ * (docs/integrators.md "The OpenAPI documents"): integer parameters typed as integers,
  * timestamps and dates with their `format`, `servers`, a summary and an
  * example on every operation (each example valid by its own schema), the
  * 401 reasons as an enum, `Idempotent-Replayed` on the writes, 413/415 on
@@ -28,7 +28,7 @@ const entriesOf = (u: unknown): ReadonlyArray<[string, unknown]> => (isJson(u) ?
 const at = (u: unknown, ...keys: ReadonlyArray<string>): unknown =>
   keys.reduce<unknown>((value, key) => (isJson(value) ? value[key] : undefined), u)
 
-/** A payload of every event, as the outbox stores them (spec 6.3). */
+/** A payload of every event, as the outbox stores them (docs/integrators.md "Event catalog"). */
 const payloads: { readonly [E in Events.EventName]: (typeof Events.payloads)[E]["Type"] } = {
   "student.created": { student_id: 11, student_name: "Anna Ivanova", filial_id: 2 },
   "lead.created": { lead_id: 5, name: "", phone: "+7 900 123-45-67", source: "api" },

@@ -1,8 +1,8 @@
 /**
  * The served OpenAPI 3.1 document and reference page: every read shows the
- * envelope and the errors it can return (issue 2); every write shows the
+ * envelope and the errors it can return; every write shows the
  * required Idempotency-Key header, its 201 body, and every error code it can
- * return under the right status, in the public envelope (issue 4); no
+ * return under the right status, in the public envelope; no
  * request body claims unknown fields are refused.
  */
 import { assert, layer } from "@effect/vitest"
@@ -102,7 +102,7 @@ layer(TestServer.layer().pipe(Layer.provideMerge(TestDatabase.layer)), { exclude
       }
       const unauthorized = Schema.decodeUnknownSync(EnvelopeSchema)(doc.components.schemas["UnauthorizedEncoded"])
       assert.deepStrictEqual(unauthorized.required, ["error"])
-      // A 401 always says why (spec 5.1: fields.reason, documentUnauthorizedReasons).
+      // A 401 always says why (fields.reason, documentUnauthorizedReasons).
       assert.deepStrictEqual([...unauthorized.properties.error.required].sort(), ["code", "fields", "message"])
       assert.notInclude(res.text, "HttpApiSchemaError")
       // The key is a bearer token, named as tools expect it (lower case: Scalar read `Bearer` as Basic).

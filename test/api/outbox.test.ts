@@ -1,5 +1,5 @@
 /**
- * The outbox's wake-up (issue 4; docs/development.md "apps/dispatcher"): a listener
+ * The outbox's wake-up (docs/development.md "apps/dispatcher"): a listener
  * on `outbox_events` is notified when a write that appended an event
  * commits, and not at all for a write that was refused or rolled back (the
  * NOTIFY is sent inside the transaction). A real LISTEN connection.

@@ -7,7 +7,7 @@
  * one on a real PostgreSQL; the test only counts its calls.
  */
 import { assert, layer } from "@effect/vitest"
-import { Duration, Effect, Exit, Layer, Option } from "effect"
+import { ConfigProvider, Effect, Exit, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { RateLimiter, RateLimitOptions, defaultOptions } from "@school/api/RateLimiter"
 import { ApiKey } from "@school/domain"
@@ -44,9 +44,9 @@ const BUDGET = 3
 
 const Env = RateLimiter.layerNoDeps.pipe(
   Layer.provide([CountingStore, ApiKeys.layer, Notifications.layer]),
+  Layer.provide(ConfigProvider.layer(ConfigProvider.fromUnknown({ RATE_LIMIT_WINDOW: `${WINDOW / 1000}ms` }))),
   Layer.provide(Layer.succeed(RateLimitOptions, {
     ...defaultOptions,
-    window: Option.some(Duration.millis(WINDOW / 1000)),
     clock: Option.some(Effect.sync(() => now)),
     budgets: Option.some({ byPlan: {}, fallback: BUDGET }),
     maxBatch: 16

@@ -1,6 +1,6 @@
 /**
  * The per-key rate limit through the whole API (`TestServer`), against a real
- * PostgreSQL (spec 8, docs/decisions.md "Rate limits"): exactly the budget, then 429
+ * PostgreSQL (docs/integrators.md "Limits", docs/decisions.md "Rate limits"): exactly the budget, then 429
  * `rate_limit_exceeded` with a correct `Retry-After` and no `X-RateLimit-*`
  * headers; waiting `Retry-After` is enough; per-plan budgets; keys of one
  * school are independent; a plan change applies to the next request; requests

@@ -1,5 +1,5 @@
 /**
- * The public API's read side against a real database (issue 2): every
+ * The public API's read side against a real database: every
  * endpoint's success shape, every error it can return (status, code,
  * fields), pagination edges, updated_since with offsets and the legacy
  * placeholder, the 92-day window, and tenant isolation on every endpoint.
@@ -258,7 +258,7 @@ layer(Env, { excludeTestServices: true })("public API, read side", (it) => {
       }))
   })
 
-  describe("authentication (spec 5.1)", () => {
+  describe("authentication", () => {
     it.effect("every fields.reason, revoked before expired, write keys read", () =>
       Effect.gen(function*() {
         const w = yield* World

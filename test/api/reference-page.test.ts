@@ -1,5 +1,5 @@
 /**
- * The API reference pages over plain HTTP (issue 13; docs/decisions.md "API
+ * The API reference pages over plain HTTP (docs/decisions.md "API
  * reference page"): `/api/public/v1/docs` and `/api/crm/v1/docs` are HTML
  * that loads nothing from another origin (Scalar is inlined), embeds this
  * server's own OpenAPI document, and carries a Content-Security-Policy

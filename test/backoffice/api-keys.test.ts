@@ -1,5 +1,5 @@
 /**
- * The back office's API keys (docs/back-office.md "API keys"; spec 5.1, 5.2;
+ * The back office's API keys (docs/back-office.md "API keys";
  * docs/decisions.md "Plans and key issuance") over a real socket against a
  * real database: issuing (the whole key once, only its hash stored, working
  * on the public API at once; TARIFF_TOO_LOW with exactly three keys below

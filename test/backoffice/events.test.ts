@@ -1,5 +1,5 @@
 /**
- * The outbox rows the back office's actions write (spec 6.3, 6.4;
+ * The outbox rows the back office's actions write (docs/integrators.md "Event catalog";
  * docs/decisions.md "Webhooks"): registering a student, enrolling,
  * marking "attended" and posting a payment each append exactly one event
  * whose payload, read back as the stored json text, decodes strictly with
@@ -32,7 +32,7 @@ class World extends Context.Service<World, {
 
 const Env = World.layer.pipe(Layer.provideMerge(TestServer.layer()), Layer.provideMerge(TestDatabase.layer))
 
-/** The catalog's field order per event (spec 6.3). */
+/** The catalog's field order per event (docs/integrators.md "Event catalog"). */
 const ORDER: Readonly<Record<string, ReadonlyArray<string>>> = {
   "student.created": ["student_id", "student_name", "filial_id"],
   "group.enrolled": ["enrollment_id", "student_id", "group_id", "group_name", "filial_id"],
@@ -252,7 +252,7 @@ layer(Env, { excludeTestServices: true })("back-office events", (it) => {
     )
   })
 
-  describe("payment.received amounts (spec 6.4)", () => {
+  describe("payment.received amounts", () => {
     it.effect("the stored text is the exact rouble decimal; group_id 0 when none; JSON round-trips it", () =>
       Effect.gen(function*() {
         const { a, owner } = yield* World

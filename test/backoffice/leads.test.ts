@@ -1,6 +1,6 @@
 /**
  * The back office's lead section over a real socket against a real database
- * (docs/back-office.md; spec 2.2, part 3, 6.3): POST /leads with the public
+ * (docs/back-office.md "Leads, funnels and tasks"): POST /leads with the public
  * rules plus the responsible employee (lead.created, no automation), the
  * general lead list, POST /leads/{id}/status and its automation (once, also
  * under concurrent moves), GET and POST /funnels; the role of every call,
@@ -144,7 +144,7 @@ layer(Env, { excludeTestServices: true })("back-office lead section", (it) => {
           created_at: lead.created_at
         })
         assert.match(lead.created_at, TIMESTAMP)
-        // spec part 3: nothing runs on creation, even though the funnel has automation.
+        // Nothing runs on creation, even though the funnel has automation.
         assert.deepStrictEqual(yield* tasksOf(a.schoolId), [])
         assert.deepStrictEqual(yield* notificationsOf(a.schoolId), [])
         const events = (yield* Fixtures.outbox(a.schoolId)).slice(eventsBefore.length)

@@ -1,6 +1,6 @@
 /**
  * The back office's school records over a real socket against a real
- * database (docs/back-office.md; spec 2.3, 2.4, 6.3, 6.4): reference data,
+ * database (docs/back-office.md "Students and payments"): reference data,
  * groups, students, enrollments (the public function, its race), lessons,
  * attendance (lesson.completed once, also under concurrent marks) and
  * payments (balance, last-modified time seen by the public sync); for every

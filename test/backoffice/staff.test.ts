@@ -1,5 +1,5 @@
 /**
- * The back office's staff (docs/back-office.md "Staff"; spec 5.2) over a
+ * The back office's staff (docs/back-office.md "Staff") over a
  * real socket against a real database: POST /employees (a new member of
  * staff who can sign in at once; the password stored scrypt-hashed and never
  * shown; `owner` refused; the login e-mail unique across the service,
@@ -11,9 +11,9 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { CREATABLE_ROLES, CreateEmployeeRequest, PASSWORD_MIN } from "@school/domain/api/backoffice/Staff"
+import { CREATABLE_ROLES, CreateEmployeeRequest, PASSWORD_MIN } from "@school/domain/Staff"
 import { Meta } from "@school/domain/Pagination"
-import { verifyPassword } from "@school/persistence/Passwords"
+import { verifyPassword } from "@school/runtime/Passwords"
 import * as BackOffice from "../support/BackOffice.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
 import { TestServer } from "../support/TestServer.ts"

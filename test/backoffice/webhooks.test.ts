@@ -1,6 +1,6 @@
 /**
  * The back office's webhook subscriptions over a real socket against a real
- * database (docs/back-office.md; spec 5.3, 6.1; docs/decisions.md
+ * database (docs/back-office.md "Webhooks"; docs/decisions.md
  * "Webhooks", "Webhook secrets"): every call's success and failures, the
  * roles (403 before anything is decoded or changed), 404 across schools and
  * across subscriptions, the receiver-URL rule with DNS (a resolver that
@@ -15,14 +15,14 @@
  * and has its own key.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Option, Result, Schema } from "effect"
+import { ConfigProvider, Context, Effect, Layer, Option, Result, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import {
+  DevelopmentKeyWarning,
   HostResolver,
   type Resolve,
   systemResolve,
-  WebhookConfig,
-  webhookConfigLayer
+  webhookSettings
 } from "@school/api/http/backoffice/Webhooks"
 import { WebhookTest } from "@school/domain/Events"
 import * as WebhookSecret from "@school/domain/WebhookSecret"
@@ -175,13 +175,12 @@ const insertDelivery = (schoolId: number, subscriptionId: number, eventId: numbe
   }).pipe(Effect.orDie)
 
 /** Every test here adds subscriptions to school A: more than WEBHOOK_MAX_SUBSCRIPTIONS' default allows. */
-const ROOMY = { ...WebhookConfig.defaultValue(), maxSubscriptions: 10_000 }
+const ROOMY = { WEBHOOK_MAX_SUBSCRIPTIONS: "10000" }
 
 const Env = World.layer.pipe(
   Layer.provideMerge(
-    TestServer.layer().pipe(
-      Layer.provide(Layer.succeed(HostResolver, fakeResolve)),
-      Layer.provide(Layer.succeed(WebhookConfig, ROOMY))
+    TestServer.layer({ settings: ROOMY }).pipe(
+      Layer.provide(Layer.succeed(HostResolver, fakeResolve))
     )
   ),
   Layer.provideMerge(TestDatabase.layer)
@@ -1104,13 +1103,13 @@ const configuredKey = new Uint8Array(Buffer.alloc(32, 7))
 
 const InsecureEnv = World.layer.pipe(
   Layer.provideMerge(
-    TestServer.layer().pipe(
-      Layer.provide(Layer.succeed(WebhookConfig, {
+    TestServer.layer({
+      settings: {
         ...ROOMY,
-        allowInsecureUrls: true,
-        secretKey: WebhookSecret.configuredKey(configuredKey)
-      }))
-    )
+        WEBHOOK_ALLOW_INSECURE_URLS: "true",
+        WEBHOOK_SECRET_KEY: Buffer.from(configuredKey).toString("base64")
+      }
+    })
   ),
   Layer.provideMerge(TestDatabase.layer)
 )
@@ -1144,16 +1143,21 @@ layer(InsecureEnv, { excludeTestServices: true })("webhook subscriptions, insecu
 
   it.effect("without WEBHOOK_SECRET_KEY the API warns once at start that the development key is used; with it, nothing", () =>
     Effect.gen(function*() {
+      const settings = (env: Record<string, string>) =>
+        Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromUnknown(env))
       const [config, warned] = yield* Logs.collect(
-        Layer.build(webhookConfigLayer({ allowInsecureUrls: false, secretKey: Option.none() })).pipe(Effect.scoped)
+        Effect.andThen(Layer.build(DevelopmentKeyWarning), webhookSettings).pipe(Effect.scoped, settings({}))
       )
       assert.strictEqual(warned.length, 1)
       assert.strictEqual(warned[0]?.level, "Warn")
       assert.include(warned[0]?.message ?? "", "development key")
       assert.include(warned[0]?.message ?? "", "WEBHOOK_SECRET_KEY")
-      assert.strictEqual(Context.get(config, WebhookConfig).secretKey.version, WebhookSecret.DEVELOPMENT_VERSION)
+      assert.strictEqual(config.secretKey.version, WebhookSecret.DEVELOPMENT_VERSION)
       const [, quiet] = yield* Logs.collect(
-        Layer.build(webhookConfigLayer({ allowInsecureUrls: false, secretKey: Option.some(configuredKey) })).pipe(Effect.scoped)
+        Layer.build(DevelopmentKeyWarning).pipe(
+          Effect.scoped,
+          settings({ WEBHOOK_SECRET_KEY: Buffer.from(configuredKey).toString("base64") })
+        )
       )
       assert.deepStrictEqual(quiet, [])
     }))

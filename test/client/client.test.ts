@@ -16,7 +16,7 @@
  * while stopped, the window never slides and a key over budget stays there.
  */
 import { assert, layer } from "@effect/vitest"
-import { Duration, Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { Errors, makeClient, RetryPolicy } from "@school/client"
 import * as Http from "node:http"
 import * as Fixtures from "../support/Fixtures.ts"
@@ -28,8 +28,8 @@ let stoppedAt: number | undefined
 const clock = Effect.sync(() => stoppedAt ?? Date.now() * 1000)
 
 const Env = TestServer.layer({
+  settings: { RATE_LIMIT_WINDOW: "1s" },
   rateLimit: {
-    window: Option.some(Duration.seconds(1)),
     budgets: Option.some({ byPlan: {}, fallback: BUDGET }),
     clock: Option.some(clock)
   }

@@ -1,6 +1,6 @@
 /**
- * The client's repeat rule (libs/client RetryPolicy.ts; spec 4.3 rule 3,
- * spec 8): a pause is never below the answer's Retry-After, starts at the
+ * The client's repeat rule (libs/client RetryPolicy.ts; docs/integrators.md
+ * "Limits"): a pause is never below the answer's Retry-After, starts at the
  * base delay, doubles on each repeat up to the bound; and the Schedule
  * makes exactly `maxAttempts - 1` repeats, each with the rule's pause.
  */

@@ -1,6 +1,6 @@
 /**
  * Each back-office action → its webhook event, end to end through the real
- * processes (spec 6.1–6.4; docs/decisions.md "Webhooks"): the API
+ * processes (docs/integrators.md "Event catalog"; docs/decisions.md "Webhooks"): the API
  * process and the dispatcher process on one test database, a real receiver
  * on loopback. An owner signs in and subscribes with `POST /webhooks` (the
  * secret shown once), then registers a student (`student.created`), enrolls
@@ -78,7 +78,7 @@ const poll = <A>(what: string, get: Effect.Effect<A>, check: (value: A) => boole
     }
   })
 
-/** The delivery body (spec 6.2), its payload left to the event's schema. */
+/** The delivery body (docs/integrators.md "Receiving webhooks"), its payload left to the event's schema. */
 const Envelope = Schema.Struct({
   event: Events.EventName,
   account_id: Schema.Int,
@@ -86,7 +86,7 @@ const Envelope = Schema.Struct({
   timestamp: Schema.String
 })
 
-/** The catalog's field order per event (spec 6.3; webhook.test: docs/decisions.md "Webhooks"). */
+/** The catalog's field order per event (docs/integrators.md "Event catalog"; webhook.test: docs/decisions.md "Webhooks"). */
 const ORDER: Readonly<Record<Events.EventName, ReadonlyArray<string>>> = {
   "student.created": ["student_id", "student_name", "filial_id"],
   "lead.created": ["lead_id", "name", "phone", "source"],
@@ -96,7 +96,7 @@ const ORDER: Readonly<Record<Events.EventName, ReadonlyArray<string>>> = {
   "webhook.test": ["subscription_id", "message"]
 }
 
-/** ISO 8601 with an offset (spec 6.2). */
+/** ISO 8601 with an offset. */
 const ISO_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/u
 
 const header = (request: Received, name: string): string => {
@@ -105,7 +105,7 @@ const header = (request: Received, name: string): string => {
   return typeof value === "string" ? value : ""
 }
 
-/** spec 6.2, checked the way a receiver writes it: HMAC over the raw bytes, compared in constant time. */
+/** X-Service-Signature, checked the way a receiver writes it: HMAC over the raw bytes, compared in constant time. */
 const verifyServiceSignature = (request: Received, secret: string): void => {
   const sent = header(request, "x-service-signature")
   assert.match(sent, /^[0-9a-f]{64}$/u)
@@ -295,7 +295,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("back-office events end
         filial_id: filialId
       })
 
-      // payment.received: roubles with kopecks after the point, in the raw text itself (spec 6.4).
+      // payment.received: roubles with kopecks after the point, in the raw text itself (docs/integrators.md "Event catalog").
       const payment = BackOffice.dataOf(
         Models.Payment,
         yield* post("/payments", { student_id: student.id, amount_kopecks: 150050, payment_type: "card", group_id: group.id }),

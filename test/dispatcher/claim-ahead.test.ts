@@ -30,7 +30,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("claiming ahead", (it) 
       yield* T.leads(schoolId, 2)
 
       yield* Effect.scoped(Effect.gen(function*() {
-        yield* T.runDispatcher({ concurrency: 1, perSubscription: 4 })
+        yield* T.runDispatcher({ DISPATCHER_CONCURRENCY: "1", DISPATCHER_PER_SUBSCRIPTION: "4" })
         // One attempt hangs in the one slot; the other delivery is claimed (leased) and waits.
         yield* T.eventually("both deliveries leased, one attempt sent", leases(schoolId), (n) => n === 2 && hanging.received.length === 1)
       }))
@@ -48,7 +48,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("claiming ahead", (it) 
       const { schoolId } = yield* T.school("Ahead school 2")
       const receivers = yield* Effect.all([startReceiver(() => ok), startReceiver(() => ok), startReceiver(() => ok)])
       for (const receiver of receivers) yield* T.subscription(schoolId, receiver.url, ["lead.created"])
-      yield* T.runDispatcher({ concurrency: 1, perSubscription: 2 })
+      yield* T.runDispatcher({ DISPATCHER_CONCURRENCY: "1", DISPATCHER_PER_SUBSCRIPTION: "2" })
       yield* T.leads(schoolId, 10)
       yield* T.eventually(
         "30 deliveries delivered",

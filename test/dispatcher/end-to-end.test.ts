@@ -1,5 +1,5 @@
 /**
- * End to end through the real processes (spec 6.2, 6.3): POST
+ * End to end through the real processes (docs/integrators.md "Receiving webhooks"): POST
  * /leads on the API process, and the receiver gets `lead.created` from the
  * dispatcher process with the lead's id, name, phone and source, signed.
  */

@@ -1,5 +1,5 @@
 /**
- * Every kind of failed attempt (spec 6.5 rule 1; docs/decisions.md
+ * Every kind of failed attempt (docs/integrators.md "Receiving webhooks"; docs/decisions.md
  * "Webhooks"), each recorded in the journal and retried by the plan: a
  * time-out, a 3xx (a redirect to the metadata address is not followed), 410,
  * 429, 500, a refused connection, a connection closed mid-response; a
@@ -9,13 +9,13 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { freePort } from "@school/runtime/Ports"
-import { Duration, Effect } from "effect"
+import { Effect } from "effect"
 import { closeMidResponse, hang, redirect, startReceiver, status } from "../support/Receivers.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
 import * as T from "./support.ts"
 
 /** The plan's first pause is long: each test sees first attempts only. */
-const firstOnly = { retryDelays: [Duration.minutes(10)], timeout: Duration.millis(500) }
+const firstOnly = { WEBHOOK_RETRY_DELAYS: "10m", WEBHOOK_TIMEOUT: "500ms" }
 
 layer(TestDatabase.layer, { excludeTestServices: true })("failed attempts", (it) => {
   it.effect("time-out, 3xx, 410, 429, 500, refused, closed mid-response: each a failure in the journal, retry planned", () =>
@@ -85,7 +85,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("failed attempts", (it)
         `http://example.com/hook`
       ]
       for (const url of urls) yield* T.subscription(schoolId, url)
-      yield* T.runDispatcher({ ...firstOnly, allowInsecureUrls: false })
+      yield* T.runDispatcher({ ...firstOnly, WEBHOOK_ALLOW_INSECURE_URLS: "false" })
       yield* T.leads(schoolId, 1)
       const attempts = yield* T.eventually("one attempt each", T.attempts(schoolId), (rows) => rows.length === urls.length)
       assert.deepStrictEqual(attempts.map((a) => a.error), [

@@ -14,7 +14,7 @@
  * - A holds no more than its share while the other school is active.
  */
 import { assert, layer } from "@effect/vitest"
-import { Duration, Effect } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { hang, ok, type Received, startReceiver, status } from "../support/Receivers.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
@@ -51,7 +51,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("fair delivery between 
       const { schoolId: other } = yield* T.school("Quiet school")
       const healthy = yield* startReceiver(() => ok)
       yield* T.subscription(other, healthy.url, ["lead.created"])
-      yield* T.runDispatcher({ concurrency: 32, perSubscription: 4, timeout: Duration.seconds(2) })
+      yield* T.runDispatcher({ DISPATCHER_CONCURRENCY: "32", DISPATCHER_PER_SUBSCRIPTION: "4", WEBHOOK_TIMEOUT: "2s" })
       const a = yield* flood
       // A's flood is in flight: its hanging receivers hold the slots it may have.
       yield* T.eventually("the flood fills its slots", Effect.sync(() => arrived(a.receivers)), (n) => n >= 28, 10_000)
@@ -86,10 +86,10 @@ layer(TestDatabase.layer, { excludeTestServices: true })("fair delivery between 
       const receiver = yield* startReceiver((index) => index % 2 === 0 ? status(500) : ok)
       yield* T.subscription(other, receiver.url, ["lead.created"])
       yield* T.runDispatcher({
-        concurrency: 32,
-        perSubscription: 4,
-        timeout: Duration.seconds(2),
-        retryDelays: [Duration.seconds(1), Duration.seconds(1), Duration.seconds(1)]
+        DISPATCHER_CONCURRENCY: "32",
+        DISPATCHER_PER_SUBSCRIPTION: "4",
+        WEBHOOK_TIMEOUT: "2s",
+        WEBHOOK_RETRY_DELAYS: "1s,1s,1s"
       })
       const a = yield* flood
       yield* T.eventually("the flood fills its slots", Effect.sync(() => arrived(a.receivers)), (n) => n >= 28, 10_000)

@@ -1,5 +1,5 @@
 /**
- * Isolation (docs/decisions.md "The webhook dispatcher"; spec 6.5): a receiver
+ * Isolation (docs/decisions.md "The webhook dispatcher"): a receiver
  * that hangs until the time-out on every request takes at most its
  * subscription's in-flight cap (DISPATCHER_PER_SUBSCRIPTION) and its
  * backlog does not hide other subscriptions' work, so a healthy receiver's
@@ -8,7 +8,7 @@
  * below the 1 s poll).
  */
 import { assert, layer } from "@effect/vitest"
-import { Duration, Effect } from "effect"
+import { Effect } from "effect"
 import { hang, ok, startReceiver } from "../support/Receivers.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
 import * as T from "./support.ts"
@@ -26,7 +26,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("isolation", (it) => {
       const hanging = yield* startReceiver(() => hang)
       yield* T.subscription(schoolId, hanging.url)
       yield* T.subscription(schoolId, healthy.url)
-      yield* T.runDispatcher({ concurrency: 8, perSubscription: 4 })
+      yield* T.runDispatcher({ DISPATCHER_CONCURRENCY: "8", DISPATCHER_PER_SUBSCRIPTION: "4" })
 
       // 80 events at ~40/s; the hanging subscription's backlog grows all along.
       const committed = new Map<string, number>()
@@ -57,7 +57,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("isolation", (it) => {
       for (let i = 0; i < 3; i++) yield* T.subscription(schoolId, (yield* startReceiver(() => hang)).url)
       yield* T.subscription(schoolId, healthy.url)
       // 3 × 2 of 8 slots held for 3 s at a time: claims must still come for the free 2.
-      yield* T.runDispatcher({ concurrency: 8, perSubscription: 2, timeout: Duration.seconds(3) })
+      yield* T.runDispatcher({ DISPATCHER_CONCURRENCY: "8", DISPATCHER_PER_SUBSCRIPTION: "2", WEBHOOK_TIMEOUT: "3s" })
 
       const committed = new Map<string, number>()
       for (let i = 0; i < 40; i++) {

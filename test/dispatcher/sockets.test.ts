@@ -1,6 +1,6 @@
 /**
  * The receiver client's sockets are bounded (apps/dispatcher/src/Receiver.ts;
- * ARCHITECTURE.md "Many schools, one service": sockets are a shared
+ * docs/operations.md "Connections to receivers": sockets are a shared
  * resource), counted at real receivers on loopback whose servers never
  * close an idle keep-alive connection (`keepAliveTimeout = 0`), so whatever
  * closes is closed by the client:

@@ -8,9 +8,9 @@
 import type { PgClient } from "@effect/sql-pg"
 import * as WebhookSecret from "@school/domain/WebhookSecret"
 import { DeliveryQueue } from "@school/persistence/DeliveryQueue"
-import { Duration, Effect, Layer, Option, type Scope } from "effect"
+import { ConfigProvider, Effect, Layer, Option, type Scope } from "effect"
 import { SqlClient } from "effect/sql"
-import { Dispatcher, type DispatcherOptions } from "../../apps/dispatcher/src/Dispatcher.ts"
+import { Dispatcher } from "../../apps/dispatcher/src/Dispatcher.ts"
 import * as Fixtures from "../support/Fixtures.ts"
 
 const one = <A>(rows: ReadonlyArray<A>): A => {
@@ -137,28 +137,33 @@ export const eventually = <A, E, R>(
     }
   })
 
-/** The test defaults: loopback receivers allowed, short delays and time-out. */
-export const testOptions = (overrides: Partial<DispatcherOptions> = {}): DispatcherOptions => ({
-  concurrency: 32,
-  perSubscription: 4,
-  timeout: Duration.millis(1_000),
-  retryDelays: [Duration.millis(100), Duration.millis(200), Duration.millis(300)],
-  allowInsecureUrls: true,
-  secretKey: Option.none(),
-  retention: Duration.days(30),
-  ...overrides
-})
+/**
+ * The test defaults (docs/operations.md "Settings", as the environment would
+ * give them): loopback receivers allowed, short delays and time-out.
+ */
+export const TEST_SETTINGS: Readonly<Record<string, string>> = {
+  DISPATCHER_CONCURRENCY: "32",
+  DISPATCHER_PER_SUBSCRIPTION: "4",
+  WEBHOOK_TIMEOUT: "1000ms",
+  WEBHOOK_RETRY_DELAYS: "100ms,200ms,300ms",
+  WEBHOOK_ALLOW_INSECURE_URLS: "true"
+}
 
-/** Runs the real dispatcher in this process over this file's database until the scope closes. */
+/**
+ * Runs the real dispatcher in this process over this file's database until
+ * the scope closes, with the test defaults and `settings` over them; the
+ * test process's own environment does not reach it.
+ */
 export const runDispatcher = (
-  overrides: Partial<DispatcherOptions> = {}
+  settings: Readonly<Record<string, string>> = {}
 ): Effect.Effect<void, never, Scope.Scope | SqlClient.SqlClient | PgClient.PgClient> =>
   Effect.gen(function*() {
     const database = yield* Effect.context<SqlClient.SqlClient | PgClient.PgClient>()
     yield* Layer.build(
-      Dispatcher.layer(testOptions(overrides)).pipe(
+      Dispatcher.layer.pipe(
         Layer.provide(DeliveryQueue.layer),
-        Layer.provide(Layer.succeedContext(database))
+        Layer.provide(Layer.succeedContext(database)),
+        Layer.provide(ConfigProvider.layer(ConfigProvider.fromUnknown({ ...TEST_SETTINGS, ...settings })))
       )
-    )
+    ).pipe(Effect.orDie)
   })

@@ -1,7 +1,7 @@
 /**
  * Property tests of what a repeat does with a record for its key, now that
  * the database says whether the record's attempt still runs
- * (`Idempotency.decide`; spec 4.3 rules 1-2; docs/decisions.md
+ * (`Idempotency.decide`; docs/decisions.md
  * "Idempotency"): an attempt whose session has ended cannot commit anything
  * any more, and its 5xx was never stored, so its claim is taken over at once
  * instead of holding the key for 60 s; a running attempt, or one the

@@ -1,6 +1,6 @@
 /**
- * The bounds of what the API takes (issue 9, "input the validators accept
- * but the database rejects"), as property tests over generated inputs at and
+ * The bounds of what the API takes (input the validators would accept but
+ * the database rejects), as property tests over generated inputs at and
  * beyond each bound (docs/decisions.md "Lists", "GET /lessons", "Requests
  * and responses"):
  * - timestamps: offsets from -14:00 to +14:00, instants from

@@ -1,6 +1,6 @@
 /**
- * Property tests of the lead section's pure rules (spec part 3, "Lead" row;
- * docs/back-office.md): what a status move runs (`Leads.automation`), the
+ * Property tests of the lead section's pure rules (docs/back-office.md
+ * "Leads, funnels and tasks"): what a status move runs (`Leads.automation`), the
  * notification's text, the funnel body's distinct priorities, and the back
  * office's lead body keeping every public rule.
  */
@@ -19,7 +19,7 @@ const MovingLead = Schema.Struct({
   responsible_id: Responsible
 })
 
-describe("a status move's automation (spec part 3)", () => {
+describe("a status move's automation", () => {
   it.prop("the status the lead is already in: nothing at all", [MovingLead, Title], ([lead, title]) => {
     const plan = Leads.automation(lead, { id: lead.pipeline_status_id, auto_task_title: title })
     assert.deepStrictEqual(plan, { moved: false, task: Option.none(), notification: Option.none() })

@@ -1,5 +1,5 @@
 /**
- * Money (spec 6.4; libs/domain/src/Money.ts): kopecks → roubles → the JSON
+ * Money (docs/integrators.md "Event catalog"; libs/domain/src/Money.ts): kopecks → roubles → the JSON
  * text → kopecks round-trips exactly for every amount a payment can have
  * (0 to 10^12), and the JSON text is the plain decimal (1500.5, 0.01, 1),
  * checked against an independent BigInt formatting; the request rule of a
@@ -24,7 +24,7 @@ const Top = Schema.Int.check(
   Schema.isBetween({ minimum: Money.MAX_PAYMENT_KOPECKS - 100_000, maximum: Money.MAX_PAYMENT_KOPECKS })
 )
 
-describe("kopecks → roubles → JSON → kopecks (spec 6.4)", () => {
+describe("kopecks → roubles → JSON → kopecks", () => {
   for (const [name, arbitrary] of [["0..10^12", Amount], ["small", Small], ["near 10^12", Top]] as const) {
     it.prop(`round-trips exactly, and the JSON text is the plain decimal (${name})`, [arbitrary], ([kopecks]) => {
       const text = JSON.stringify(Money.kopecksToRoubles(kopecks))
@@ -38,7 +38,7 @@ describe("kopecks → roubles → JSON → kopecks (spec 6.4)", () => {
     }, { arbitrary: { runs: 2000 } })
   }
 
-  it("the examples of the specification and the brief", () => {
+  it("the documented examples and the edges", () => {
     const cases: ReadonlyArray<readonly [number, string]> = [
       [150050, "1500.5"],
       [100, "1"],

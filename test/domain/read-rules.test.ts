@@ -1,5 +1,5 @@
 /**
- * Property tests of the pure rules behind the read side (issue 2):
+ * Property tests of the pure rules behind the read side:
  * pagination arithmetic, the lesson window, key parsing, money conversion
  * and the updated_since format. Schemas are the arbitraries.
  */
@@ -13,7 +13,7 @@ const SmallPage = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 2_000
 const DayNumber = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 47_480 }))
 const toDate = (day: number) => new Date(day * 86_400_000).toISOString().slice(0, 10)
 
-describe("pagination (spec 4.1, docs/decisions.md \"Lists\")", () => {
+describe("pagination (docs/decisions.md \"Lists\")", () => {
   it.prop("pages partition the list: every item on exactly one page, none past the end", [Total, Pagination.PerPage], ([total, perPage]) => {
     const pages = Math.ceil(total / perPage)
     let seen = 0
@@ -136,7 +136,7 @@ describe("cursor pagination (docs/decisions.md \"Cursor pagination\")", () => {
   })
 })
 
-describe("lesson window (spec 4.2: invalid_window, window_too_large)", () => {
+describe("lesson window (invalid_window, window_too_large)", () => {
   it.prop("to < from is invalid_window; more than 92 days is window_too_large; otherwise a half-open UTC range", [DayNumber, DayNumber], ([a, b]) => {
     const from = toDate(a)
     const to = toDate(b)
@@ -172,7 +172,7 @@ describe("lesson window (spec 4.2: invalid_window, window_too_large)", () => {
   })
 })
 
-describe("API key format (spec 5.1)", () => {
+describe("API key format", () => {
   it.prop("any string either parses to prefix+secret that format back to it, or is malformed; never a crash", [Schema.String], ([s]) => {
     const parsed = ApiKey.parseApiKey(s)
     if (Option.isSome(parsed)) {
@@ -213,7 +213,7 @@ describe("API key format (spec 5.1)", () => {
   })
 })
 
-describe("money (spec 2.3, 2.4, 6.4)", () => {
+describe("money", () => {
   const Kop = Schema.Int.check(Schema.isBetween({ minimum: -1e13, maximum: 1e13 }))
   it.prop("kopecks → roubles → kopecks is the identity", [Kop], ([k]) => {
     assert.strictEqual(Money.roublesToKopecks(Money.kopecksToRoubles(k)), k)
@@ -231,7 +231,7 @@ describe("money (spec 2.3, 2.4, 6.4)", () => {
   })
 })
 
-describe("updated_since (spec 4.1: ISO 8601 with an offset)", () => {
+describe("updated_since (ISO 8601 with an offset)", () => {
   const Millis = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 4_102_444_800_000 }))
   const Offset = Schema.Int.check(Schema.isBetween({ minimum: -14 * 60, maximum: 14 * 60 }))
   it.prop("any instant written with Z or ±HH:MM is accepted and means that instant", [Millis, Offset], ([ms, offset]) => {

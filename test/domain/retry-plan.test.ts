@@ -1,5 +1,5 @@
 /**
- * The webhook retry plan as one Schedule (spec 6.5 rule 2; docs/decisions.md
+ * The webhook retry plan as one Schedule (docs/integrators.md "Receiving webhooks"; docs/decisions.md
  * "Webhooks"): for any list of pauses, stepping the Schedule yields exactly
  * those pauses, in order, and then stops; the default is 1, 5 and 30
  * minutes, so 4 attempts in all.

@@ -1,5 +1,5 @@
 /**
- * Both signatures of a delivery (spec 6.2; docs/decisions.md "Webhooks"),
+ * Both signatures of a delivery (docs/integrators.md "Receiving webhooks"; docs/decisions.md "Webhooks"),
  * checked against independent implementations: the `standardwebhooks`
  * library a receiver would use, and node:crypto's HMAC over the exact body
  * bytes keyed with the whole secret string. For any secret, delivery id,

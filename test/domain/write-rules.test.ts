@@ -1,5 +1,5 @@
 /**
- * Property tests of the pure rules behind the writes (issue 4): the
+ * Property tests of the pure rules behind the writes: the
  * Idempotency-Key format and what a repeat does with the record it finds,
  * the phone rule, the lead's status choice, the lead's defaults and the text
  * fields. Schemas are the arbitraries; strings that reach PostgreSQL in other
@@ -13,7 +13,7 @@ const Printable = Schema.String.check(Schema.isPattern(/^[\x20-\x7E]{1,255}$/))
 const AnyString = Schema.String
 const Age = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 3 * 24 * 60 * 60 * 1000 }))
 
-describe("Idempotency-Key (spec 4.1, 7.2; docs/decisions.md \"Idempotency\": 1 to 255 printable ASCII)", () => {
+describe("Idempotency-Key (docs/decisions.md \"Idempotency\": 1 to 255 printable ASCII)", () => {
   it.prop("1 to 255 printable ASCII characters are accepted unchanged", [Printable], ([key]) => {
     const result = Idempotency.validateKey(key)
     assert.isTrue(Result.isSuccess(result))
@@ -49,7 +49,7 @@ describe("Idempotency-Key (spec 4.1, 7.2; docs/decisions.md \"Idempotency\": 1 t
   })
 })
 
-describe("what a repeat does with the record it finds (spec 4.3 rules 1-2; docs/decisions.md \"Idempotency\": 60 s, 24 h)", () => {
+describe("what a repeat does with the record it finds (docs/decisions.md \"Idempotency\": 60 s, 24 h)", () => {
   const policy = Idempotency.DEFAULT_POLICY
 
   it.prop("a completed record is replayed for 24 hours, then runs again", [Age], ([ageMs]) => {
@@ -92,7 +92,7 @@ describe("what a repeat does with the record it finds (spec 4.3 rules 1-2; docs/
   })
 })
 
-describe("phone (spec 2.2; docs/decisions.md \"Writes\": 5 to 20 digits once + - ( ) and spaces are removed)", () => {
+describe("phone (docs/decisions.md \"Writes\": 5 to 20 digits once + - ( ) and spaces are removed)", () => {
   const PhoneChar = Schema.Literals(["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "+", "-", "(", ")", " "])
   const Chars = Schema.Array(PhoneChar).check(Schema.isMaxLength(40))
   const digits = (s: string) => [...s].filter((c) => c >= "0" && c <= "9").length
@@ -127,7 +127,7 @@ describe("phone (spec 2.2; docs/decisions.md \"Writes\": 5 to 20 digits once + -
   })
 })
 
-describe("the lead's status (spec 2.2, part 3: the lowest priority value of its funnel)", () => {
+describe("the lead's status (the lowest priority value of its funnel)", () => {
   const Priorities = Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: -1000, maximum: 1000 })))
   const statusesOf = (priorities: ReadonlyArray<number>, ids: (i: number) => number) =>
     priorities.map((priority, i) => ({ id: ids(i), priority }))
@@ -155,7 +155,7 @@ describe("the lead's status (spec 2.2, part 3: the lowest priority value of its 
   })
 })
 
-describe("the lead's defaults (spec 2.2)", () => {
+describe("the lead's defaults", () => {
   const Optional = Schema.Struct({
     name: Schema.optionalKey(Schema.NullOr(Schema.String)),
     comment: Schema.optionalKey(Schema.NullOr(Schema.String)),

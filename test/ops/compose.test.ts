@@ -1,5 +1,5 @@
 /**
- * docker-compose.yml (issue 13 "One container image"; docs/operations.md
+ * docker-compose.yml (docs/operations.md
  * "Container image"). There is no Docker engine here, so:
  *
  * - the file is validated against the Compose Specification's JSON schema

@@ -1,5 +1,5 @@
 /**
- * The container image (issue 13 "One container image"; docs/operations.md
+ * The container image (docs/operations.md
  * "Container image"). There is no Docker engine here, so:
  *
  * - `dockerfileProblems` reads the Dockerfile: multi-stage on node:24, the

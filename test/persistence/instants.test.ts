@@ -1,6 +1,6 @@
 /**
  * Every timestamp the API accepts reaches PostgreSQL in a form it reads
- * (issue 9; docs/decisions.md "Lists"): the decoded `Timestamps.IsoInstant`
+ * (docs/decisions.md "Lists"): the decoded `Timestamps.IsoInstant`
  * value cast to `timestamptz` never errors, and formatted back in UTC it is
  * the same instant to the microsecond. Generated instants cover both ends of
  * the range (years 1 and 9999) and every accepted offset. The bounds of a

@@ -1,5 +1,5 @@
 /**
- * End to end (issue 2): the real API process (apps/api/src/main.ts) against a
+ * End to end: the real API process (apps/api/src/main.ts) against a
  * real database seeded with the demo school, driven over HTTP with the
  * contract's client and the raw one, then stopped with SIGTERM, which must
  * exit 0.
@@ -8,6 +8,7 @@ import { assert, layer } from "@effect/vitest"
 import { Errors, Ids } from "@school/domain"
 import { freePort } from "@school/runtime/Ports"
 import { seedDemo } from "@school/persistence/DemoSeed"
+import { hashPassword } from "@school/runtime/Passwords"
 import { Effect } from "effect"
 import { errorOf, failsWith, JSON_CONTENT_TYPE, rawClient, totalOf, typedClient, V1 } from "../support/Clients.ts"
 import { startApi } from "../support/Processes.ts"
@@ -17,7 +18,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("the real API process",
   it.effect("serves the demo school over HTTP and exits 0 on SIGTERM", () =>
     Effect.gen(function*() {
       const database = yield* TestDatabase
-      const demo = yield* seedDemo()
+      const demo = yield* seedDemo(hashPassword)
       const port = yield* Effect.orDie(freePort)
       const base = `http://127.0.0.1:${port}`
       const exitCode = yield* Effect.scoped(Effect.gen(function*() {

@@ -12,6 +12,7 @@
 import { assert, layer } from "@effect/vitest"
 import { BUNDLES, buildBundles } from "@school/cli/build"
 import { seedDemo } from "@school/persistence/DemoSeed"
+import { hashPassword } from "@school/runtime/Passwords"
 import { freePort } from "@school/runtime/Ports"
 import { Effect } from "effect"
 import * as Fs from "node:fs"
@@ -77,7 +78,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("the production bundles
     Effect.gen(function*() {
       yield* Effect.promise(built)
       const database = yield* TestDatabase
-      const demo = yield* seedDemo()
+      const demo = yield* seedDemo(hashPassword)
       const port = yield* Effect.orDie(freePort)
       const base = `http://127.0.0.1:${port}`
       const codes = yield* Effect.scoped(Effect.gen(function*() {

@@ -4,7 +4,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import * as ApiKey from "@school/domain/ApiKey"
-import { verifyPassword } from "@school/persistence/Passwords"
+import { verifyPassword } from "@school/runtime/Passwords"
 import { Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash } from "node:crypto"

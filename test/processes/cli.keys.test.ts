@@ -1,6 +1,6 @@
 /**
- * The operator CLI's key commands (docs/operations.md "Operator CLI"; spec
- * 5.2), run as real processes against this file's database, with the API
+ * The operator CLI's key commands (docs/operations.md "Operator CLI";
+ * docs/back-office.md "API keys"), run as real processes against this file's database, with the API
  * serving the same database so an issued or revoked key is tried on the
  * public API: `keys create` prints the whole key once (`--json`: exactly
  * `{ id, key, scope, prefix }`), only on Extended or Pro (the back office's
@@ -14,6 +14,7 @@ import { SqlClient } from "effect/sql"
 import { ApiKey } from "@school/domain"
 import type { Plan } from "@school/domain/Plans"
 import { createSchool } from "@school/persistence/Schools"
+import { hashPassword } from "@school/runtime/Passwords"
 import { errorOf, V1 } from "../support/Clients.ts"
 import { entryPoints, lines, run } from "../support/Processes.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
@@ -37,11 +38,17 @@ const cli = (args: ReadonlyArray<string>) =>
 
 let schools = 0
 const school = (plan: Plan | null) =>
-  createSchool({
-    name: "Keys School",
-    plan,
-    owner: { name: "Olga", email: `owner${++schools}-${process.pid}@keys.example`, password: "correct horse battery" }
-  }).pipe(Effect.map((created) => String(created.school_id)), Effect.orDie)
+  hashPassword("correct horse battery").pipe(
+    Effect.flatMap((passwordHash) =>
+      createSchool({
+        name: "Keys School",
+        plan,
+        owner: { name: "Olga", email: `owner${++schools}-${process.pid}@keys.example`, passwordHash }
+      })
+    ),
+    Effect.map((created) => String(created.school_id)),
+    Effect.orDie
+  )
 
 const publicGet = (key: string) =>
   Effect.gen(function*() {

@@ -3,7 +3,7 @@
  * processes against this file's database.
  */
 import { assert, layer } from "@effect/vitest"
-import { verifyPassword } from "@school/persistence/Passwords"
+import { verifyPassword } from "@school/runtime/Passwords"
 import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { entryPoints, lines, run } from "../support/Processes.ts"

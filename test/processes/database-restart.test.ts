@@ -1,6 +1,6 @@
 /**
- * PostgreSQL restarts under both processes at once (issue 13 "Operators";
- * docs/operations.md "Database away"): the real API and the real dispatcher
+ * PostgreSQL restarts under both processes at once
+ * (docs/operations.md "Database away"): the real API and the real dispatcher
  * run against an embedded PostgreSQL of the test's own, with deliveries
  * pending (leads written through the API, a subscription whose receiver
  * refuses each delivery's first attempt, so retries are due). PostgreSQL

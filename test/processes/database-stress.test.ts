@@ -9,7 +9,7 @@
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { freePort } from "@school/runtime/Ports"
-import { load } from "@school/runtime/Settings"
+import { DATABASE_ACQUIRE_TIMEOUT, DATABASE_STATEMENT_TIMEOUT } from "@school/runtime/Settings"
 import { ConfigProvider, Deferred, Duration, Effect, Fiber } from "effect"
 import { SqlClient } from "effect/sql"
 import { rawClient } from "../support/Clients.ts"
@@ -25,7 +25,7 @@ const timed = (url: string, key: string) =>
   })
 
 const loadFrom = (env: Record<string, string>) =>
-  load.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env })))
+  Effect.all({ databaseStatementTimeout: DATABASE_STATEMENT_TIMEOUT, databaseAcquireTimeout: DATABASE_ACQUIRE_TIMEOUT }).pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env })))
 
 describe("database bounds: settings", () => {
   it.effect("DATABASE_STATEMENT_TIMEOUT 5s and DATABASE_ACQUIRE_TIMEOUT 2s by default; positive durations", () =>

@@ -1,6 +1,6 @@
 /**
  * An Idempotency-Key after its attempt died with the database session that
- * ran it (docs/decisions.md "Idempotency"; spec 4.3 rules 1-2): a 5xx is not
+ * ran it (docs/decisions.md "Idempotency"; docs/integrators.md "Writing"): a 5xx is not
  * stored, so a retry with the same key runs again (or replays) within
  * IDEMPOTENCY_WAIT; it is never held off with 409 idempotency_in_progress
  * because the failed attempt could not give its claim up. Exactly one lead

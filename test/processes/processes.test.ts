@@ -5,13 +5,37 @@
  * `npm run migrate` is idempotent.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { load } from "@school/runtime/Settings"
+import { IDEMPOTENCY_WAIT } from "@school/api/IdempotentWrite"
+import { RATE_LIMIT_WINDOW } from "@school/api/RateLimiter"
+import { SESSION_TTL } from "@school/api/http/backoffice/Sessions"
+import { DATA_DIR } from "@school/cli/Database"
+import { DISPATCHER_CONCURRENCY, WEBHOOK_RETRY_DELAYS, WEBHOOK_TIMEOUT } from "@school/dispatcher/Dispatcher"
+import * as Settings from "@school/runtime/Settings"
 import { ConfigProvider, Duration, Effect, Option } from "effect"
 import { entryPoints, lines, run, runUntil } from "../support/Processes.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
 
+/** The settings these tests look at, each read where the processes define it. */
+const settings = Effect.all({
+  databaseUrl: Settings.DATABASE_URL,
+  dataDir: DATA_DIR,
+  port: Settings.PORT,
+  host: Settings.HOST,
+  logLevel: Settings.LOG_LEVEL,
+  logFormat: Settings.LOG_FORMAT,
+  idempotencyWait: IDEMPOTENCY_WAIT,
+  webhookRetryDelays: WEBHOOK_RETRY_DELAYS,
+  webhookTimeout: WEBHOOK_TIMEOUT,
+  webhookAllowInsecureUrls: Settings.WEBHOOK_ALLOW_INSECURE_URLS,
+  dispatcherConcurrency: DISPATCHER_CONCURRENCY,
+  rateLimitWindow: RATE_LIMIT_WINDOW,
+  sessionTtl: SESSION_TTL,
+  shutdownDelay: Settings.SHUTDOWN_DELAY,
+  shutdownTimeout: Settings.SHUTDOWN_TIMEOUT
+})
+
 const loadFrom = (env: Record<string, string>) =>
-  load.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env })))
+  settings.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env })))
 
 describe("settings", () => {
   it.effect("defaults (docs/operations.md \"Settings\")", () =>
@@ -107,7 +131,7 @@ describe("RATE_LIMIT_WINDOW", () => {
   const window = (env: Record<string, string>) =>
     loadFrom(env).pipe(Effect.map((settings) => Option.map(settings.rateLimitWindow, Duration.toMillis)))
 
-  it.effect("defaults to the specification's 60 s; a duration shortens it; off turns it off", () =>
+  it.effect("defaults to the documented 60 s; a duration shortens it; off turns it off", () =>
     Effect.gen(function*() {
       assert.deepStrictEqual(yield* window({}), Option.some(60_000))
       assert.deepStrictEqual(yield* window({ RATE_LIMIT_WINDOW: "5s" }), Option.some(5_000))

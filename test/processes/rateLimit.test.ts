@@ -1,6 +1,6 @@
 /**
  * Two real API processes (apps/api/src/main.ts) on one database share every
- * key's budget exactly (spec 8, docs/decisions.md "Rate limits"): requests spread
+ * key's budget exactly (docs/integrators.md "Limits", docs/decisions.md "Rate limits"): requests spread
  * over both, concurrently, get exactly the budget accepted; a 429 from either
  * carries a Retry-After after which either accepts; a plan change made with
  * the operator CLI (`schools set-plan`) applies in both at once, also where

@@ -10,6 +10,7 @@ import { assert, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { freePort } from "@school/runtime/Ports"
 import { createSchool } from "@school/persistence/Schools"
+import { hashPassword } from "@school/runtime/Passwords"
 import { SqlClient } from "effect/sql"
 import { errorOf, rawClient, V1 } from "../support/Clients.ts"
 import * as Fixtures from "../support/Fixtures.ts"
@@ -32,7 +33,7 @@ layer(TestDatabase.layer, { timeout: 120_000, excludeTestServices: true })("revo
         const school = yield* Effect.orDie(createSchool({
           name: "Revoking School",
           plan: "basic",
-          owner: { name: "Olga", email: "owner@revoking.test", password: PASSWORD }
+          owner: { name: "Olga", email: "owner@revoking.test", passwordHash: yield* hashPassword(PASSWORD) }
         }))
         const key = yield* Fixtures.key(school.school_id)
         const sql = yield* SqlClient.SqlClient
