@@ -231,6 +231,8 @@ layer(Env, { excludeTestServices: true, timeout: 120_000 })("web panel", (it) =>
         const secret = await page.locator(".secret-value").innerText()
         assert.match(secret, /^whsec_[A-Za-z0-9+/]{43}=$/u)
         assert.include(await page.locator("pre.code").innerText(), "standardwebhooks")
+        // The list is read again after the secret shows: wait for the new row, not the old empty list.
+        await page.locator("tbody tr .chips li").nth(1).waitFor()
         assert.deepStrictEqual(await page.locator("tbody tr .chips li").allInnerTexts(), ["lead.created", "payment.received"])
         assert.strictEqual(await page.locator("tbody tr .badge").innerText(), "active")
 
