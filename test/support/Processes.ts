@@ -5,6 +5,7 @@
  */
 import { Deferred, Effect, Exit, Option } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
+import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 
 export const entryPoints = {
@@ -25,32 +26,19 @@ export interface Finished {
   readonly stderr: string
 }
 
-/** The settings of docs/operations.md "Settings", so the tests' own environment cannot leak in. */
-const settingNames = [
-  "DATABASE_URL",
-  "DATA_DIR",
-  "DATABASE_STATEMENT_TIMEOUT",
-  "DATABASE_ACQUIRE_TIMEOUT",
-  "PORT",
-  "HOST",
-  "LOG_LEVEL",
-  "LOG_FORMAT",
-  "IDEMPOTENCY_WAIT",
-  "WEBHOOK_RETRY_DELAYS",
-  "WEBHOOK_TIMEOUT",
-  "WEBHOOK_ALLOW_INSECURE_URLS",
-  "WEBHOOK_SECRET_KEY",
-  "DISPATCHER_CONCURRENCY",
-  "DISPATCHER_PER_SUBSCRIPTION",
-  "DISPATCHER_PORT",
-  "DELIVERY_RETENTION",
-  "RATE_LIMIT_WINDOW",
-  "SESSION_TTL",
-  "SHUTDOWN_DELAY",
-  "SHUTDOWN_TIMEOUT",
-  "OTEL_EXPORTER_OTLP_ENDPOINT",
-  "OTEL_SERVICE_NAME"
-]
+/**
+ * The settings of docs/operations.md "Settings" (the names in its table's first column; the
+ * operations doc test holds that table to what the processes read), so the tests' own
+ * environment cannot leak into a child. `TEST_DATABASE_URL` is the tests' own.
+ */
+const settingNames: ReadonlyArray<string> = (() => {
+  const doc = readFileSync(fileURLToPath(new URL("../../docs/operations.md", import.meta.url)), "utf8")
+  const section = doc.slice(doc.indexOf("\n## Settings\n"), doc.indexOf("\n## ", doc.indexOf("\n## Settings\n") + 1))
+  const names = section.split("\n").filter((line) => line.startsWith("| `")).flatMap((line) =>
+    [...(line.split("|")[1] ?? "").matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map((match) => match[1] ?? "")
+  )
+  return names.filter((name) => name !== "" && name !== "TEST_DATABASE_URL")
+})()
 
 const environment = (env: Readonly<Record<string, string>>): NodeJS.ProcessEnv => {
   const base: NodeJS.ProcessEnv = { ...process.env }
