@@ -176,7 +176,7 @@ layer(Env, { excludeTestServices: true })("the back office answers as its OpenAP
 
       // Staff.
       const employee = { name: "Nina New", email: `nina-${Date.now()}@conformance.test`, password: "long enough password", role: "teacher" }
-      yield* expect(201, "/employees", { method: "POST", as: owner, body: employee })
+      const ninaId = idOf(yield* expect(201, "/employees", { method: "POST", as: owner, body: employee }))
       yield* refused(409, "CONFLICT", "/employees", { method: "POST", as: owner, body: employee })
       yield* refused(422, "VALIDATION_FAILED", "/employees", { method: "POST", as: owner, body: { ...employee, role: "owner", password: "short" } }, ["password", "role"])
       yield* refused(403, "FORBIDDEN", "/employees", { method: "POST", as: manager, body: employee })
@@ -185,6 +185,32 @@ layer(Env, { excludeTestServices: true })("the back office answers as its OpenAP
       yield* refused(422, "VALIDATION_FAILED", "/employees?page=1.5", { as: owner }, ["page"])
       yield* refused(403, "FORBIDDEN", "/employees", { as: teacher })
       yield* unauthenticated("GET", "/employees")
+      // Offboarding: a change, ending sessions (docs/back-office.md "Staff").
+      yield* expect(200, `/employees/${ninaId}`, { method: "PATCH", as: owner, body: { role: "manager", disabled: false } })
+      yield* refused(422, "VALIDATION_FAILED", `/employees/${ninaId}`, { method: "PATCH", as: owner, body: { role: "owner" } }, ["role"])
+      yield* refused(403, "FORBIDDEN", `/employees/${ninaId}`, { method: "PATCH", as: manager, body: { disabled: true } })
+      yield* refused(404, "NOT_FOUND", "/employees/2147483000", { method: "PATCH", as: owner, body: { disabled: true } })
+      yield* unauthenticated("PATCH", `/employees/${ninaId}`, { disabled: true })
+      yield* expect(200, `/employees/${ninaId}/sessions`, { method: "DELETE", as: owner })
+      yield* refused(403, "FORBIDDEN", `/employees/${ninaId}/sessions`, { method: "DELETE", as: teacher })
+      yield* refused(404, "NOT_FOUND", "/employees/2147483000/sessions", { method: "DELETE", as: owner })
+      yield* refused(422, "VALIDATION_FAILED", "/employees/x/sessions", { method: "DELETE", as: owner }, ["id"])
+      yield* unauthenticated("DELETE", `/employees/${ninaId}/sessions`)
+      // The caller's own password (docs/back-office.md "Signing in"): the basic school's owner, whose session stays.
+      const newPassword = { current_password: BackOffice.PASSWORD, new_password: "another long password" }
+      yield* refused(422, "VALIDATION_FAILED", "/sessions/current/password", {
+        method: "POST",
+        as: { tariff: "basic" },
+        body: { ...newPassword, current_password: "not the password" }
+      }, ["current_password"])
+      yield* refused(403, "FORBIDDEN", "/sessions/current/password", {
+        method: "POST",
+        as: { cookie: "teacher" },
+        body: newPassword,
+        headers: { "content-type": "text/plain" }
+      })
+      yield* unauthenticated("POST", "/sessions/current/password", newPassword)
+      yield* expect(200, "/sessions/current/password", { method: "POST", as: { tariff: "basic" }, body: newPassword })
 
       // API keys.
       const key = yield* expect(201, "/api-keys", { method: "POST", as: owner, body: { name: "site", scope: "read" } })
@@ -408,7 +434,7 @@ layer(Env, { excludeTestServices: true })("the back office answers as its OpenAP
           operation.requestBody === undefined ? [] : [[method.toUpperCase(), path.slice(CRM.length).replace(/\{[^}]+\}/g, "1")] as const]
         )
       )
-      assert.strictEqual(operationsWithBody.length, 19)
+      assert.strictEqual(operationsWithBody.length, 21)
       for (const [method, path] of operationsWithBody) {
         yield* refused(413, "PAYLOAD_TOO_LARGE", path, { method, as: owner, body: { pad: "x".repeat(MAX_BODY_BYTES) } })
         yield* refused(415, "UNSUPPORTED_MEDIA_TYPE", path, { method, as: owner, body: "name=x", headers: { "content-type": "text/plain" } })
@@ -428,7 +454,7 @@ layer(Env, { excludeTestServices: true })("the back office answers as its OpenAP
           : { method: method.toUpperCase(), as: owner, ...(method === "get" ? {} : { body: {} }) }
         return [route, request] as const
       })
-      assert.strictEqual(everyOperation.length, 38)
+      assert.strictEqual(everyOperation.length, 41)
       // What every call reads first: the session's routing table (sign-in: its failure count).
       const firstRead = sql`session_tokens, login_failures`
 

@@ -27,6 +27,9 @@ const FULL_TEACHER: ReadonlyArray<Role> = ["owner", "administrator", "teacher"]
 const ACCESS: Readonly<Record<string, ReadonlyArray<Role>>> = {
   "POST /employees": FULL,
   "GET /employees": FULL,
+  "PATCH /employees/:id": FULL,
+  "DELETE /employees/:id/sessions": FULL,
+  "POST /sessions/current/password": ANY,
   "POST /api-keys": FULL,
   "GET /api-keys": FULL,
   "DELETE /api-keys/:id": FULL,

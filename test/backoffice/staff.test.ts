@@ -28,7 +28,9 @@ const Member = Schema.Struct({
   role: Schema.Literals(["owner", "administrator", "manager", "teacher"]),
   created_at: Schema.String.check(Schema.isPattern(TIMESTAMP))
 })
-const MemberList = Schema.Struct({ success: Schema.Literal(true), data: Schema.Array(Member), meta: Meta })
+// The list also says whether each member is disabled (test/backoffice/offboarding.test.ts).
+const ListedMember = Schema.Struct({ ...Member.fields, disabled: Schema.Boolean })
+const MemberList = Schema.Struct({ success: Schema.Literal(true), data: Schema.Array(ListedMember), meta: Meta })
 
 const listOf = (reply: { readonly status: number; readonly json: unknown; readonly text: string }) => {
   assert.strictEqual(reply.status, 200, reply.text)

@@ -13,7 +13,8 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as HttpServerRequest from "effect/http/HttpServerRequest"
-import * as HttpApiMiddleware from "effect/http-api/HttpApiMiddleware"
+import type * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
+import * as HttpApiError from "effect/http-api/HttpApiError"
 import * as Errors from "@school/domain/BackOfficeErrors"
 import {
   BackOfficeValidation,
@@ -25,7 +26,7 @@ import {
 import * as SessionRules from "@school/domain/Sessions"
 import { Sessions } from "@school/persistence/Sessions"
 import * as AccessLog from "@school/runtime/AccessLog"
-import { JSON_MEDIA_TYPE, parseContentType } from "./RequestBody.ts"
+import { JSON_MEDIA_TYPE, parseContentType, readableBodyIn } from "./RequestBody.ts"
 import { validationBody } from "./RequestValidation.ts"
 
 const unauthenticated = (message: string) => new Errors.Unauthenticated({ message })
@@ -114,10 +115,40 @@ export const SessionAuthenticationLive = Layer.effect(
   })
 )
 
-/** 422 VALIDATION_FAILED with per-field messages, in the back office's envelope. */
-export const BackOfficeValidationLive = HttpApiMiddleware.layerSchemaErrorTransform(
+/** Whether the endpoint's `RequiredAccess` admits the role (docs/back-office.md "Roles"). */
+const admits = (endpoint: HttpApiEndpoint.Top, role: SessionRules.Role): boolean =>
+  Context.get(endpoint.annotations, RequiredAccess).includes(role)
+
+/**
+ * The back office's request validation, around every endpoint that decodes
+ * something (sign-in included). First, for an endpoint that takes a body,
+ * the public API's body check (RequestBody.ts `readableBodyIn`, in the back
+ * office's envelope; docs/back-office.md "Answers and errors"): 415
+ * UNSUPPORTED_MEDIA_TYPE for a Content-Encoding other than identity (with
+ * `Accept-Encoding: identity`), a body without Content-Type, a media type
+ * other than JSON or a charset other than UTF-8; 422 VALIDATION_FAILED for
+ * bytes that are not UTF-8; the endpoint does not run. A caller the
+ * endpoint's role refuses is left to `RoleCheck` (inside this middleware):
+ * 403 whatever it sent, its body unread. Then decoding failures become 422
+ * VALIDATION_FAILED with per-field messages.
+ */
+export const BackOfficeValidationLive = Layer.succeed(
   BackOfficeValidation,
-  (error) => Effect.fail(new Errors.ValidationFailed(validationBody(error)))
+  (httpEffect, { endpoint }) =>
+    Effect.gen(function*() {
+      if (endpoint.payload.size > 0) {
+        const caller = yield* Effect.serviceOption(CurrentEmployee)
+        if (Option.isNone(caller) || admits(endpoint, caller.value.employee.role)) {
+          const unreadable = yield* readableBodyIn(Errors)
+          if (unreadable !== undefined) return unreadable
+        }
+      }
+      return yield* httpEffect
+    }).pipe(Effect.catch((error) =>
+      Effect.fail<typeof error | Errors.ValidationFailed>(
+        HttpApiError.HttpApiSchemaError.is(error) ? new Errors.ValidationFailed(validationBody(error)) : error
+      )
+    ))
 )
 
 /**
@@ -131,7 +162,7 @@ export const RoleCheckLive = Layer.succeed(
   (httpEffect, { endpoint }) =>
     Effect.flatMap(CurrentEmployee, (current) =>
       Effect.andThen(
-        Context.get(endpoint.annotations, RequiredAccess).includes(current.employee.role)
+        admits(endpoint, current.employee.role)
           ? Effect.void
           : Effect.fail(new Errors.Forbidden({ message: `The ${current.employee.role} role may not do this.` })),
         httpEffect

@@ -15,13 +15,16 @@
  * - bytes that are not UTF-8: 422 validation_failed. Nothing is ever
  *   replaced by U+FFFD.
  * A body over 256 KiB is a 413 while it is read (ErrorEnvelope).
+ * The back office runs the same check in its validation middleware
+ * (apps/api/src/BackOfficeAuth.ts), answered in its own envelope: one
+ * check, two error tables (docs/back-office.md "Answers and errors").
  */
 import * as Effect from "effect/Effect"
 import * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import { isUtf8 } from "node:buffer"
 import { Errors } from "@school/domain"
-import { errorResponse } from "./ErrorResponse.ts"
+import { type EncodableError, errorResponse } from "./ErrorResponse.ts"
 
 /** The media type every request body is sent as. */
 export const JSON_MEDIA_TYPE = "application/json"
@@ -49,16 +52,23 @@ export const isUtf8Label = (label: string): boolean => {
   }
 }
 
-const unsupported = (message: string) => errorResponse(new Errors.UnsupportedMediaType({ message }))
+/** The rows of an error table an unreadable body is answered with: the public API's (the default) or the back office's. */
+export interface BodyRefusalRows {
+  readonly UnsupportedMediaType: new(body: { readonly message: string }) => EncodableError
+  readonly ValidationFailed: new(body: { readonly message: string }) => EncodableError
+}
 
 /**
  * The answer to a body no operation can read, or undefined when it is
- * readable, from the request's headers and the body's bytes.
+ * readable, from the request's headers and the body's bytes, in the
+ * envelope of `rows`' API.
  */
 export const bodyProblem = (
   headers: Readonly<Record<string, string | undefined>>,
-  body: Uint8Array
+  body: Uint8Array,
+  rows: BodyRefusalRows = Errors
 ): HttpServerResponse.HttpServerResponse | undefined => {
+  const unsupported = (message: string) => errorResponse(new rows.UnsupportedMediaType({ message }))
   const encoding = headers["content-encoding"]?.trim().toLowerCase()
   if (encoding !== undefined && encoding !== "" && encoding !== "identity") {
     return HttpServerResponse.setHeader(
@@ -77,20 +87,25 @@ export const bodyProblem = (
   if (charset !== undefined && !isUtf8Label(charset)) return unsupported("Send the body as application/json in UTF-8.")
   return isUtf8(body)
     ? undefined
-    : errorResponse(new Errors.ValidationFailed({ message: "The request body is not valid UTF-8." }))
+    : errorResponse(new rows.ValidationFailed({ message: "The request body is not valid UTF-8." }))
 }
 
 /**
  * Reads the request's body (a 413 past the limit) and returns the answer to
- * it when no operation can read it; undefined when it is readable. The body
- * stays cached on the request for the endpoint's decoding.
+ * it when no operation can read it, in the envelope of `rows`' API;
+ * undefined when it is readable. The body stays cached on the request for
+ * the endpoint's decoding.
  */
-export const readableBody: Effect.Effect<
+export const readableBodyIn = (rows: BodyRefusalRows): Effect.Effect<
   HttpServerResponse.HttpServerResponse | undefined,
   never,
   HttpServerRequest.HttpServerRequest
-> = Effect.gen(function*() {
-  const request = yield* HttpServerRequest.HttpServerRequest
-  const body = yield* Effect.orDie(request.arrayBuffer)
-  return bodyProblem(request.headers, new Uint8Array(body))
-})
+> =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const body = yield* Effect.orDie(request.arrayBuffer)
+    return bodyProblem(request.headers, new Uint8Array(body), rows)
+  })
+
+/** `readableBodyIn` with the public API's envelope. */
+export const readableBody = readableBodyIn(Errors)

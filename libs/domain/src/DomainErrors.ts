@@ -135,3 +135,29 @@ export class ApiKeyNotFound extends Schema.TaggedError<ApiKeyNotFound>()("ApiKey
   schoolId: Schema.Int,
   keyId: Schema.Int
 }) {}
+
+/** No employee with this id in the caller's school (another school's is the same answer). */
+export class EmployeeNotFound extends Schema.TaggedError<EmployeeNotFound>()("EmployeeNotFound", {
+  employeeId: Schema.Int
+}) {}
+
+/**
+ * The caller may not change this employee, nor end their sessions
+ * (Staff.mayChangeEmployee, docs/back-office.md "Staff"): the owner, oneself,
+ * or, for an administrator, another administrator.
+ */
+export class EmployeeChangeForbidden extends Schema.TaggedError<EmployeeChangeForbidden>()("EmployeeChangeForbidden", {
+  employeeId: Schema.Int,
+  actorRole: Schema.String,
+  targetRole: Schema.String
+}) {}
+
+/** Employees.update / endSessions refused: nothing was changed. */
+export class EmployeeChangeRefused extends Schema.TaggedError<EmployeeChangeRefused>()("EmployeeChangeRefused", {
+  reason: Schema.Union([EmployeeNotFound, EmployeeChangeForbidden])
+}) {}
+
+/** The current password given to a password change is not the stored one: nothing was changed. */
+export class WrongPassword extends Schema.TaggedError<WrongPassword>()("WrongPassword", {
+  employeeId: Schema.Int
+}) {}

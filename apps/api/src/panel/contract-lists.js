@@ -14,8 +14,11 @@
  * @typedef {(
  *     "sessions.current"
  *   | "sessions.delete"
+ *   | "password.change"
  *   | "employees.create"
  *   | "employees.list"
+ *   | "employees.update"
+ *   | "employees.endSessions"
  *   | "apiKeys.create"
  *   | "apiKeys.list"
  *   | "apiKeys.revoke"
@@ -62,8 +65,11 @@ export const EVENTS = ["student.created", "lead.created", "group.enrolled", "les
 export const ACCESS = {
   "sessions.current": ["owner", "administrator", "manager", "teacher"],
   "sessions.delete": ["owner", "administrator", "manager", "teacher"],
+  "password.change": ["owner", "administrator", "manager", "teacher"],
   "employees.create": ["owner", "administrator"],
   "employees.list": ["owner", "administrator"],
+  "employees.update": ["owner", "administrator"],
+  "employees.endSessions": ["owner", "administrator"],
   "apiKeys.create": ["owner", "administrator"],
   "apiKeys.list": ["owner", "administrator"],
   "apiKeys.revoke": ["owner", "administrator"],

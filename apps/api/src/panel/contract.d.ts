@@ -41,6 +41,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/crm/v1/sessions/current/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Change your own password: every other session of yours ends at once, this one stays */
+        post: operations["password.change"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/crm/v1/employees": {
         parameters: {
             query?: never;
@@ -54,6 +71,40 @@ export interface paths {
         /** Add a member of staff (administrator, manager or teacher); the e-mail is their login, unique across the service */
         post: operations["employees.create"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/crm/v1/employees/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Change a member of staff's role, or disable (ending their sessions at once) or enable them; nobody changes the owner */
+        patch: operations["employees.update"];
+        trace?: never;
+    };
+    "/api/crm/v1/employees/{id}/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** End every session of a member of staff at once (who may: as for PATCH /employees/{id}) */
+        delete: operations["employees.endSessions"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1611,6 +1662,130 @@ export interface operations {
             };
         };
     };
+    "password.change": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "current_password": "correct horse battery",
+                 *       "new_password": "another long one"
+                 *     }
+                 */
+                "application/json": {
+                    current_password: string;
+                    new_password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {}
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        /** @example {} */
+                        data: unknown;
+                    };
+                };
+            };
+            /** @description BackOfficeUnauthenticated */
+            401: {
+                headers: {
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                };
+            };
+            /** @description BackOfficeForbidden */
+            403: {
+                headers: {
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                };
+            };
+            /** @description BackOfficePayloadTooLarge */
+            413: {
+                headers: {
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                };
+            };
+            /** @description BackOfficeUnsupportedMediaType */
+            415: {
+                headers: {
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                };
+            };
+            /** @description BackOfficeValidationFailed */
+            422: {
+                headers: {
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                };
+            };
+            /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
+            500: {
+                headers: {
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                };
+            };
+            /** @description BackOfficeServiceUnavailable */
+            503: {
+                headers: {
+                    "retry-after": string;
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                };
+            };
+        };
+    };
     "employees.list": {
         parameters: {
             query?: {
@@ -1642,7 +1817,8 @@ export interface operations {
                      *           "name": "Maria Petrova",
                      *           "email": "maria@school.example",
                      *           "role": "manager",
-                     *           "created_at": "2026-11-22T09:15:03.123456Z"
+                     *           "created_at": "2026-11-22T09:15:03.123456Z",
+                     *           "disabled": false
                      *         }
                      *       ],
                      *       "meta": {
@@ -1668,6 +1844,8 @@ export interface operations {
                              * @example 2026-11-22T09:15:03.123456Z
                              */
                             created_at: string;
+                            /** @description A disabled employee has no session and cannot sign in until enabled again */
+                            disabled: boolean;
                         }[];
                         /**
                          * @example {
@@ -1870,6 +2048,275 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                };
+            };
+            /** @description BackOfficeValidationFailed */
+            422: {
+                headers: {
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                };
+            };
+            /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
+            500: {
+                headers: {
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                };
+            };
+            /** @description BackOfficeServiceUnavailable */
+            503: {
+                headers: {
+                    "retry-after": string;
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                };
+            };
+        };
+    };
+    "employees.update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "disabled": true
+                 *     }
+                 */
+                "application/json": {
+                    role?: string;
+                    disabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": 8,
+                     *         "name": "Maria Petrova",
+                     *         "email": "maria@school.example",
+                     *         "role": "teacher",
+                     *         "disabled": true
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        /**
+                         * @example {
+                         *       "id": 8,
+                         *       "name": "Maria Petrova",
+                         *       "email": "maria@school.example",
+                         *       "role": "teacher",
+                         *       "disabled": true
+                         *     }
+                         */
+                        data: {
+                            id: number;
+                            name: string;
+                            /** @description The login e-mail, trimmed and lower-cased */
+                            email: string;
+                            /** @enum {string} */
+                            role: "owner" | "administrator" | "manager" | "teacher";
+                            /** @description A disabled employee has no session and cannot sign in until enabled again */
+                            disabled: boolean;
+                        };
+                    };
+                };
+            };
+            /** @description BackOfficeUnauthenticated */
+            401: {
+                headers: {
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                };
+            };
+            /** @description BackOfficeForbidden */
+            403: {
+                headers: {
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                };
+            };
+            /** @description BackOfficeNotFound */
+            404: {
+                headers: {
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackOfficeNotFoundEncoded"];
+                };
+            };
+            /** @description BackOfficePayloadTooLarge */
+            413: {
+                headers: {
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                };
+            };
+            /** @description BackOfficeUnsupportedMediaType */
+            415: {
+                headers: {
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                };
+            };
+            /** @description BackOfficeValidationFailed */
+            422: {
+                headers: {
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                };
+            };
+            /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
+            500: {
+                headers: {
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                };
+            };
+            /** @description BackOfficeServiceUnavailable */
+            503: {
+                headers: {
+                    "retry-after": string;
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                };
+            };
+        };
+    };
+    "employees.endSessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "ended": 2
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        /**
+                         * @example {
+                         *       "ended": 2
+                         *     }
+                         */
+                        data: {
+                            ended: number;
+                        };
+                    };
+                };
+            };
+            /** @description BackOfficeUnauthenticated */
+            401: {
+                headers: {
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                };
+            };
+            /** @description BackOfficeForbidden */
+            403: {
+                headers: {
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                };
+            };
+            /** @description BackOfficeNotFound */
+            404: {
+                headers: {
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackOfficeNotFoundEncoded"];
                 };
             };
             /** @description BackOfficeValidationFailed */

@@ -27,7 +27,7 @@ import { InboxGroup, LeadsGroup } from "./backoffice/LeadSection.ts"
 import { ReferenceGroup, StudentsGroup } from "./backoffice/School.ts"
 import { WebhooksGroup } from "./backoffice/Webhooks.ts"
 import { ANY_EMPLOYEE, COOKIE_NAME, SAFE_METHODS } from "../Sessions.ts"
-import { CurrentSession, EMAIL_MAX, PASSWORD_MAX, SignedIn } from "../Staff.ts"
+import { ChangePasswordRequest, CurrentSession, EMAIL_MAX, PASSWORD_MAX, SignedIn } from "../Staff.ts"
 import { BackOfficeValidation, bodyRefusals, ok, RequiredAccess, RoleCheck, SessionAuthentication } from "./BackOfficeMiddleware.ts"
 
 export const BACK_OFFICE_PATH = "/api/crm/v1"
@@ -66,10 +66,29 @@ export class SessionsGroup extends HttpApiGroup.make("sessions").add(
     .annotate(OpenApi.Summary, "Sign out: the token stops working at once")
 ).middleware(RoleCheck).middleware(SessionAuthentication) {}
 
+export const PasswordChangedResponse = ok(Schema.Struct({}).annotate({ examples: [{}] }))
+
+/**
+ * The caller's own password (docs/back-office.md "Signing in"): any
+ * employee; every other session of theirs ends at once. A group of its own
+ * because its body is decoded (`BackOfficeValidation`), which the session
+ * calls above have no use for.
+ */
+export class PasswordGroup extends HttpApiGroup.make("password").add(
+  HttpApiEndpoint.post("change", "/sessions/current/password", {
+    payload: ChangePasswordRequest,
+    success: PasswordChangedResponse,
+    error: [Errors.ValidationFailed.envelope, ...bodyRefusals]
+  })
+    .annotate(RequiredAccess, ANY_EMPLOYEE)
+    .annotate(OpenApi.Summary, "Change your own password: every other session of yours ends at once, this one stays")
+).middleware(RoleCheck).middleware(BackOfficeValidation).middleware(SessionAuthentication) {}
+
 /** The contract's routes, read by the document's `documentParameters`. */
 const routes = HttpApi.make("crm-v1")
   .add(LoginGroup)
   .add(SessionsGroup)
+  .add(PasswordGroup)
   .add(EmployeesGroup)
   .add(ApiKeysGroup)
   .add(WebhooksGroup)

@@ -39,7 +39,13 @@ export class SessionAuthentication extends HttpApiMiddleware.Service<SessionAuth
   error: [Errors.Unauthenticated.envelope, Errors.Forbidden.envelope, Errors.ServiceUnavailable.envelope]
 }) {}
 
-/** Request decoding failures become 422 VALIDATION_FAILED with per-field messages. */
+/**
+ * Request decoding failures become 422 VALIDATION_FAILED with per-field
+ * messages. Before an endpoint with a body decodes it, the body passes the
+ * public API's check (docs/back-office.md "Answers and errors"): 415 for a
+ * body that is not JSON in UTF-8 uncompressed (`bodyRefusals`), 422 for
+ * bytes that are not UTF-8 (apps/api/src/BackOfficeAuth.ts).
+ */
 export class BackOfficeValidation extends HttpApiMiddleware.Service<BackOfficeValidation>()(
   "school/domain/api/BackOfficeValidation",
   { error: Errors.ValidationFailed.envelope }
@@ -70,9 +76,10 @@ export class RoleCheck extends HttpApiMiddleware.Service<RoleCheck, {
 /**
  * What an endpoint with a request body can answer before its body is decoded
  * (docs/decisions.md "Requests and responses"): 413 PAYLOAD_TOO_LARGE over
- * the body limit, 415 UNSUPPORTED_MEDIA_TYPE for a body that is not JSON.
- * The server's error envelope writes both (apps/api/src/ErrorEnvelope.ts);
- * every endpoint with a `payload` lists them among its errors.
+ * the body limit (the server's error envelope, apps/api/src/ErrorEnvelope.ts),
+ * 415 UNSUPPORTED_MEDIA_TYPE for a body that is not JSON in UTF-8 or comes
+ * compressed (`BackOfficeValidation`'s body check); every endpoint with a
+ * `payload` lists them among its errors.
  */
 export const bodyRefusals = [Errors.PayloadTooLarge.envelope, Errors.UnsupportedMediaType.envelope] as const
 

@@ -2,7 +2,9 @@
  * Handlers of the back office's staff and API keys
  * (libs/domain/src/api/backoffice/Staff.ts; docs/back-office.md
  * "Staff", "API keys"): full access (checked before decoding by the
- * shared `RoleCheck`), then one repository call per request. A key is issued
+ * shared `RoleCheck`), then one repository call per request. Who may change
+ * or end the sessions of whom is the repository's check (`mayChangeEmployee`),
+ * its refusals mapped here: 404 NOT_FOUND, 403 FORBIDDEN. A key is issued
  * through `issueApiKeyOnPlan`, the plan rule the operator CLI applies too.
  * `StaffRepositories` names the persistence services they need; Server.ts
  * provides them with the rest.
@@ -16,6 +18,7 @@ import { expiryProblem } from "@school/domain/ApiKey"
 import * as Errors from "@school/domain/BackOfficeErrors"
 import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"
 import { CurrentEmployee } from "@school/domain/api/BackOfficeMiddleware"
+import type { EmployeeChangeRefused } from "@school/domain/DomainErrors"
 import * as Pagination from "@school/domain/Pagination"
 import { ApiKeys } from "@school/persistence/ApiKeys"
 import { Employees } from "@school/persistence/Employees"
@@ -24,6 +27,23 @@ import { keysNeedPlanMessage } from "@school/domain/Plans"
 import { hashPassword } from "@school/runtime/Passwords"
 import * as SqlClient from "effect/sql/SqlClient"
 import { RateLimiter } from "../../RateLimiter.ts"
+
+/** docs/back-office.md "Staff": an employee not of the caller's school is 404; one the caller may not change, 403. */
+const employeeRefusal = (refused: EmployeeChangeRefused): Effect.Effect<never, Errors.NotFound | Errors.Forbidden> => {
+  const reason = refused.reason
+  switch (reason._tag) {
+    case "EmployeeNotFound":
+      return Effect.fail(new Errors.NotFound({ message: `Employee ${reason.employeeId} does not exist.` }))
+    case "EmployeeChangeForbidden":
+      return Effect.fail(
+        new Errors.Forbidden({
+          message: reason.targetRole === "owner"
+            ? "Nobody may change the owner."
+            : `The ${reason.actorRole} role may not change this ${reason.targetRole}.`
+        })
+      )
+  }
+}
 
 export const StaffRepositories = Layer.mergeAll(Employees.layer, ApiKeys.layer)
 
@@ -55,6 +75,17 @@ const EmployeesGroupLive = HttpApiBuilder.group(
         const result = yield* employees.list(schoolId, page)
         return { data: result.items, meta: Pagination.meta(page, result.total) }
       }))
+      .handle("update", Effect.fn("BackOfficeApi.employees.update")(function*({ params, payload }) {
+        const { employee, schoolId } = yield* CurrentEmployee
+        // Disabling ends the employee's sessions in the same commit; every call
+        // looks its session up in the database (apps/api/src/BackOfficeAuth.ts).
+        return yield* employees.update(schoolId, employee, params.id, payload)
+      }, Effect.catchTag("EmployeeChangeRefused", employeeRefusal)))
+      .handle("endSessions", Effect.fn("BackOfficeApi.employees.endSessions")(function*({ params }) {
+        const { employee, schoolId } = yield* CurrentEmployee
+        const ended = yield* employees.endSessions(schoolId, employee, params.id)
+        return { ended }
+      }, Effect.catchTag("EmployeeChangeRefused", employeeRefusal)))
   })
 )
 

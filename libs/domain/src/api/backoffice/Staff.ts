@@ -1,6 +1,7 @@
 /**
  * The back office's staff and API keys (docs/back-office.md "Staff", "API keys"):
- * `POST/GET /employees`, `POST/GET /api-keys`, `DELETE /api-keys/{id}`. The
+ * `POST/GET /employees`, `PATCH /employees/{id}`, `DELETE /employees/{id}/sessions`,
+ * `POST/GET /api-keys`, `DELETE /api-keys/{id}`. The
  * contract: paths, errors and roles; the bodies and what they answer are
  * models of libs/domain/src/Staff.ts and ApiKey.ts. Every call is for full
  * access (owner, administrator): each endpoint's `RequiredAccess`, checked by
@@ -14,8 +15,16 @@ import * as OpenApi from "effect/http-api/OpenApi"
 import { ApiKeyView, CreateApiKeyRequest, IssuedApiKey } from "../../ApiKey.ts"
 import * as Errors from "../../BackOfficeErrors.ts"
 import { ApiKeyId, DecimalIntFromString } from "../../Ids.ts"
+import { EmployeeId } from "../../Leads.ts"
 import { FULL_ACCESS } from "../../Sessions.ts"
-import { CreateEmployeeRequest, StaffMember } from "../../Staff.ts"
+import {
+  CreateEmployeeRequest,
+  EmployeeAccount,
+  EndedSessions,
+  NewStaffMember,
+  StaffMember,
+  UpdateEmployeeRequest
+} from "../../Staff.ts"
 import {
   BackOfficeValidation,
   bodyRefusals,
@@ -28,6 +37,9 @@ import {
   SessionAuthentication
 } from "../BackOfficeMiddleware.ts"
 
+/** `{id}` of `/employees/{id}`. */
+export const EmployeeIdFromPath = DecimalIntFromString(EmployeeId)
+
 /** `{id}` of `/api-keys/{id}`. */
 export const ApiKeyIdFromPath = DecimalIntFromString(ApiKeyId)
 
@@ -39,7 +51,7 @@ export class EmployeesGroup extends HttpApiGroup.make("employees")
   .add(
     HttpApiEndpoint.post("create", "/employees", {
       payload: CreateEmployeeRequest,
-      success: okCreated(StaffMember),
+      success: okCreated(NewStaffMember),
       error: [Errors.ValidationFailed.envelope, Errors.Conflict.envelope, ...bodyRefusals]
     }).annotate(RequiredAccess, FULL_ACCESS).annotate(
       OpenApi.Summary,
@@ -48,7 +60,24 @@ export class EmployeesGroup extends HttpApiGroup.make("employees")
     HttpApiEndpoint.get("list", "/employees", {
       query: pageQuery,
       success: okList(StaffMember)
-    }).annotate(RequiredAccess, FULL_ACCESS).annotate(OpenApi.Summary, "The school's staff, by ascending id")
+    }).annotate(RequiredAccess, FULL_ACCESS).annotate(OpenApi.Summary, "The school's staff, by ascending id"),
+    HttpApiEndpoint.patch("update", "/employees/:id", {
+      params: { id: EmployeeIdFromPath },
+      payload: UpdateEmployeeRequest,
+      success: ok(EmployeeAccount),
+      error: [Errors.ValidationFailed.envelope, Errors.Forbidden.envelope, Errors.NotFound.envelope, ...bodyRefusals]
+    }).annotate(RequiredAccess, FULL_ACCESS).annotate(
+      OpenApi.Summary,
+      "Change a member of staff's role, or disable (ending their sessions at once) or enable them; nobody changes the owner"
+    ),
+    HttpApiEndpoint.delete("endSessions", "/employees/:id/sessions", {
+      params: { id: EmployeeIdFromPath },
+      success: ok(EndedSessions),
+      error: [Errors.Forbidden.envelope, Errors.NotFound.envelope]
+    }).annotate(RequiredAccess, FULL_ACCESS).annotate(
+      OpenApi.Summary,
+      "End every session of a member of staff at once (who may: as for PATCH /employees/{id})"
+    )
   )
   .middleware(RoleCheck)
   .middleware(BackOfficeValidation)
