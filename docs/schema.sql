@@ -1,5 +1,5 @@
 -- The schema as the migrations in libs/persistence/src/migrations build it:
--- 0001_core, 0100_writes, 0200_rate_limits, 0300_row_counts, 0400_idempotency_owner, 0500_sessions, 0510_back_office, 0540_attendance_first_attended, 0600_dispatcher, 0700_fair_delivery, 0800_outbox_traceparent.
+-- 0001_core, 0100_writes, 0200_rate_limits, 0300_row_counts, 0400_idempotency_owner, 0500_sessions, 0510_back_office, 0540_attendance_first_attended, 0600_dispatcher, 0700_fair_delivery, 0800_outbox_traceparent, 0900_employee_disabled, 1000_login_throttle.
 -- Written by test/persistence/schemaFile.test.ts from the catalog; do not edit.
 -- After a new migration: UPDATE_SCHEMA=1 npx vitest run test/persistence/schemaFile.test.ts
 
@@ -74,6 +74,7 @@ CREATE TABLE employees (
   password_hash text NOT NULL,
   role text NOT NULL,
   created_at timestamp with time zone DEFAULT now() NOT NULL,
+  disabled boolean DEFAULT false NOT NULL,
   CONSTRAINT employees_pkey PRIMARY KEY (school_id, id),
   CONSTRAINT employees_role_check CHECK ((role = ANY (ARRAY['owner'::text, 'administrator'::text, 'manager'::text, 'teacher'::text]))),
   CONSTRAINT employees_school_id_email_key UNIQUE (school_id, email),
@@ -201,6 +202,13 @@ CREATE TABLE levels (
   CONSTRAINT levels_school_id_program_id_fkey FOREIGN KEY (school_id, program_id) REFERENCES programs(school_id, id)
 );
 
+CREATE TABLE login_addresses (
+  address text NOT NULL,
+  next_failure_at timestamp with time zone NOT NULL,
+  CONSTRAINT login_addresses_pkey PRIMARY KEY (address)
+);
+CREATE INDEX login_addresses_next_failure_at ON login_addresses USING btree (next_failure_at);
+
 CREATE TABLE login_emails (
   email text NOT NULL,
   school_id integer NOT NULL,
@@ -211,10 +219,12 @@ CREATE TABLE login_emails (
 
 CREATE TABLE login_failures (
   email text NOT NULL,
+  address text NOT NULL,
   failures integer NOT NULL,
   last_failed_at timestamp with time zone NOT NULL,
-  CONSTRAINT login_failures_pkey PRIMARY KEY (email)
+  CONSTRAINT login_failures_pkey PRIMARY KEY (email, address)
 );
+CREATE INDEX login_failures_last_failed_at ON login_failures USING btree (last_failed_at);
 
 CREATE TABLE notifications (
   school_id integer NOT NULL,
@@ -358,6 +368,10 @@ CREATE TABLE sessions (
   CONSTRAINT sessions_school_id_fkey FOREIGN KEY (school_id) REFERENCES schools(id),
   CONSTRAINT sessions_school_id_token_hash_key UNIQUE (school_id, token_hash)
 );
+CREATE INDEX sessions_employee ON sessions USING btree (school_id, employee_id);
+CREATE INDEX sessions_employee_live ON sessions USING btree (school_id, employee_id, created_at) WHERE (revoked_at IS NULL);
+CREATE INDEX sessions_expires_at ON sessions USING btree (expires_at);
+CREATE INDEX sessions_revoked_at ON sessions USING btree (revoked_at) WHERE (revoked_at IS NOT NULL);
 
 CREATE TABLE students (
   school_id integer NOT NULL,

@@ -8,6 +8,7 @@
  */
 import type { Setting } from "@school/runtime/SettingKinds"
 import { PORT, SERVING } from "@school/runtime/Settings"
+import { TRUST_PROXY } from "./ClientAddress.ts"
 import { SESSION_TTL } from "./http/backoffice/Sessions.ts"
 import { WEBHOOK_ACTIONS_PER_MINUTE, WEBHOOK_MAX_SUBSCRIPTIONS } from "./http/backoffice/Webhooks.ts"
 import { IDEMPOTENCY_WAIT } from "./IdempotentWrite.ts"
@@ -20,5 +21,6 @@ export const ApiSettings: ReadonlyArray<Setting<unknown>> = [
   WEBHOOK_MAX_SUBSCRIPTIONS,
   WEBHOOK_ACTIONS_PER_MINUTE,
   RATE_LIMIT_WINDOW,
-  SESSION_TTL
+  SESSION_TTL,
+  TRUST_PROXY
 ]

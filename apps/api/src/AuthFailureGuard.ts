@@ -19,8 +19,9 @@
  *
  * Every other credential goes to the database as before; a failure it
  * reports is counted against the client and remembered, a success makes the
- * credential known. The address is the socket's (X-Forwarded-For is not
- * read: anyone can send it); see docs/operations.md "Rate limits".
+ * credential known. The address is the client's as ClientAddress.ts finds
+ * it: the socket's, or X-Forwarded-For only from a proxy in `TRUST_PROXY`
+ * (anyone else can send it); see docs/operations.md "Rate limits".
  */
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -79,7 +80,7 @@ const touch = <V>(map: Map<string, V>, key: string, value: V, max: number) => {
 }
 
 export class AuthFailureGuard extends Context.Service<AuthFailureGuard, {
-  /** Before the lookup; `address` is the socket's remote address. No I/O. */
+  /** Before the lookup; `address` is the client's (ClientAddress.clientAddress). No I/O. */
   check(address: Option.Option<string>, prefix: string, secret: string): Effect.Effect<Verdict>
   /** After the lookup: None when the credential authenticated (the key's own checks passed), else why not. */
   settle(lookup: Verdict & { readonly _tag: "Lookup" }, failure: Option.Option<FailureReason>): Effect.Effect<void>

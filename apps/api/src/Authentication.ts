@@ -26,6 +26,7 @@ import { Authentication, CurrentKey } from "@school/domain/api/Middleware"
 import type { Admission } from "@school/persistence/RateLimits"
 import * as AccessLog from "@school/runtime/AccessLog"
 import { AuthFailureGuard, type FailureReason } from "./AuthFailureGuard.ts"
+import * as ClientAddress from "./ClientAddress.ts"
 import * as Metrics from "./Metrics.ts"
 import { RateLimiter } from "./RateLimiter.ts"
 
@@ -67,6 +68,7 @@ export const AuthenticationLive = Layer.effect(
   Effect.gen(function*() {
     const limiter = yield* RateLimiter
     const guard = yield* AuthFailureGuard
+    const trust = ClientAddress.trusted(yield* ClientAddress.TRUST_PROXY)
     return Authentication.of({
       bearer: Effect.fnUntraced(function*(httpEffect, { credential }) {
         const parsed = ApiKey.parseApiKey(Redacted.value(credential))
@@ -80,7 +82,7 @@ export const AuthenticationLive = Layer.effect(
           return yield* rateLimitExceeded(blocked.value)
         }
         const request = yield* HttpServerRequest.HttpServerRequest
-        const verdict = yield* guard.check(request.remoteAddress, prefix, secret)
+        const verdict = yield* guard.check(ClientAddress.clientAddress(request, trust), prefix, secret)
         if (verdict._tag === "Repeat") return yield* Errors.unauthorized(verdict.reason)
         if (verdict._tag === "Blocked") {
           yield* Metrics.rateLimitRejected("auth_failures")

@@ -23,6 +23,7 @@ import { Catalog } from "@school/persistence/Catalog"
 import { DemoLessons } from "@school/persistence/DemoLessons"
 import { Enrollments } from "@school/persistence/Enrollments"
 import { IdempotencyPurge } from "@school/persistence/IdempotencyStore"
+import { SessionPurge } from "@school/persistence/Sessions"
 import { Leads } from "@school/persistence/Leads"
 import { Payments } from "@school/persistence/Payments"
 import { Sessions } from "@school/persistence/Sessions"
@@ -235,14 +236,15 @@ export const ApiHttpServer = Layer.unwrap(Effect.gen(function*() {
 }))
 
 /**
- * The HTTP server, listening, with the access log, the idempotency purge
- * job and the development-key warning; needs the repositories
+ * The HTTP server, listening, with the access log, the idempotency and
+ * session purge jobs and the development-key warning; needs the repositories
  * (`Repositories`) and the pool. The benchmark's full-middleware server
  * provides a different Students repository here.
  */
 export const ServerLayerNoDeps = Layer.mergeAll(
   HttpRouter.serve(AppRoutesNoDeps, { disableLogger: true, middleware: serveMiddleware }),
   IdempotencyPurge,
+  SessionPurge,
   DevelopmentKeyWarning
 ).pipe(Layer.provide(ApiHttpServer), Layer.provide(RequestSpanNames))
 

@@ -18,6 +18,8 @@ import * as FirstAttended from "./migrations/0540_attendance_first_attended.ts"
 import * as Dispatcher from "./migrations/0600_dispatcher.ts"
 import * as FairDelivery from "./migrations/0700_fair_delivery.ts"
 import * as OutboxTraceparent from "./migrations/0800_outbox_traceparent.ts"
+import * as EmployeeDisabled from "./migrations/0900_employee_disabled.ts"
+import * as LoginThrottle from "./migrations/1000_login_throttle.ts"
 
 /** A migration that runs its statements one by one. */
 export const fromStatements = (statements: ReadonlyArray<string>) =>
@@ -40,7 +42,9 @@ export const migrations = {
   "0540_attendance_first_attended": fromStatements(FirstAttended.statements),
   "0600_dispatcher": fromStatements(Dispatcher.statements),
   "0700_fair_delivery": fromStatements(FairDelivery.statements),
-  "0800_outbox_traceparent": fromStatements(OutboxTraceparent.statements)
+  "0800_outbox_traceparent": fromStatements(OutboxTraceparent.statements),
+  "0900_employee_disabled": fromStatements(EmployeeDisabled.statements),
+  "1000_login_throttle": fromStatements(LoginThrottle.statements)
 }
 
 /** Applies every pending migration; returns the ones it applied. */
