@@ -10,11 +10,15 @@
  * sent later, when a pending delivery is tried next, deleting after a
  * confirmation that says what goes, the webhook limits (a 429's wait
  * counted down on held buttons, a 409 on creation), roles, and values
- * holding `<img src=x onerror=alert(1)>` shown as text. Last, the
+ * holding `<img src=x onerror=alert(1)>` shown as text; staff (adding,
+ * a role changed, disabled after a confirmation and enabled, sessions ended,
+ * what the role may not change shown disabled with why) and changing one's
+ * own password. Last, the
  * screenshots of docs/back-office.md "Web panel": sign-in, API keys (a key
  * just issued), the webhook list, one webhook's journal, the disable and
  * delete confirmations, events skipped while disabled, the wait after too
- * many test sends, notifications and leads at 1280x800 and 360x740; taken
+ * many test sends, notifications, leads, staff and the password form at
+ * 1280x800 and 360x740; taken
  * on every run (a page that stops rendering or overflows fails here),
  * written to docs/images/ only with UPDATE_SCREENSHOTS=1, else to a
  * temporary directory (docs/decisions.md "Back-office web panel"). One
@@ -656,7 +660,195 @@ layer(Env, { excludeTestServices: true, timeout: 120_000 })("web panel", (it) =>
       })
     }), { timeout: 60_000 })
 
-  it.effect("screenshots: sign-in, keys, webhooks, one webhook's journal, events skipped while disabled, the disable and delete confirmations, the wait after too many sends, notifications and leads, at desktop and phone widths", () =>
+  it.effect("staff: the owner adds a teacher, makes them a manager, disables them after a confirmation (their sign-in then fails), enables them, ends their sessions", () =>
+    Effect.gen(function*() {
+      const { baseUrl, browser } = yield* PanelEnv
+      const school = yield* BackOffice.staffSchool("pro")
+      yield* Effect.promise(async () => {
+        const watched = await openPage(browser)
+        const { page } = watched
+        await signIn(page, baseUrl, school.emails.owner)
+        await page.locator("#who").getByRole("link", { name: "Staff" }).click()
+        await page.getByRole("heading", { name: "Staff", level: 1 }).waitFor()
+        const email = `pavel@${school.emails.owner.split("@")[1] ?? "x.test"}`
+        const row = page.locator(`tbody tr[data-employee="${email}"]`)
+
+        // The owner's own row: no controls, the reason instead.
+        const ownerRow = page.locator(`tbody tr[data-employee="${school.emails.owner}"]`)
+        await ownerRow.getByText("Nobody can change the owner's account.").waitFor()
+        assert.strictEqual(await ownerRow.locator("button, select").count(), 0)
+
+        // Adding: a short password is refused before anything is sent, in plain words.
+        await page.getByLabel("Name").fill(XSS)
+        await page.getByLabel("E-mail").fill(email)
+        await page.getByLabel("Password").fill("short")
+        await page.getByLabel("Role", { exact: true }).selectOption("teacher")
+        await page.getByRole("button", { name: "Add employee" }).click()
+        await page.getByText("Choose a password of at least 10 characters.").waitFor()
+        await page.getByLabel("Password").fill("a third long one")
+        await page.getByRole("button", { name: "Add employee" }).click()
+        await page.getByText(`${XSS} is added as a teacher and can sign in with ${email}.`).waitFor()
+        await row.waitFor()
+        assert.strictEqual(await row.locator("td").first().innerText(), XSS)
+        assert.strictEqual(await row.locator(".badge").innerText(), "active")
+        assert.strictEqual(await page.locator("img:not(.brand img)").count(), 0)
+
+        // The same e-mail again: the server's refusal under the field.
+        await page.getByLabel("Name").fill("Pavel Again")
+        await page.getByLabel("E-mail").fill(email)
+        await page.getByLabel("Password").fill("a third long one")
+        await page.getByRole("button", { name: "Add employee" }).click()
+        await page.locator("[data-field='email'] .field-error").getByText("already").waitFor()
+
+        await row.getByRole("combobox").selectOption("manager")
+        await row.getByRole("button", { name: "Change role" }).click()
+        await page.getByText(`${XSS} is now a manager.`, { exact: false }).waitFor()
+        await until("the row shows the manager", async () => (await row.getByRole("combobox").inputValue()) === "manager")
+
+        // Disabling asks first and says what it means; Cancel changes nothing.
+        await row.getByRole("button", { name: "Disable" }).click()
+        const dialog = page.getByRole("dialog")
+        assert.strictEqual(await dialog.getByRole("heading").innerText(), `Disable ${XSS}?`)
+        assert.include(await dialog.innerText(), `${XSS}'s sessions end now and ${XSS} cannot sign in until enabled again.`)
+        await dialog.getByRole("button", { name: "Cancel" }).click()
+        assert.strictEqual(await row.locator(".badge").innerText(), "active")
+        await row.getByRole("button", { name: "Disable" }).click()
+        await dialog.getByRole("button", { name: "Disable" }).click()
+        await page.getByText(`${XSS} is disabled`, { exact: false }).waitFor()
+        await until("the row shows disabled", async () => (await row.locator(".badge").innerText()) === "disabled")
+
+        // The disabled employee cannot sign in: the same message as a wrong password.
+        const other = await openPage(browser)
+        await other.page.goto(`${baseUrl}/crm`)
+        await other.page.getByLabel("E-mail").fill(email)
+        await other.page.getByLabel("Password").fill("a third long one")
+        await other.page.getByRole("button", { name: "Sign in" }).click()
+        await other.page.getByText("Wrong e-mail or password.").waitFor()
+
+        await row.getByRole("button", { name: "Enable" }).click()
+        await page.getByText(`${XSS} is enabled and can sign in again.`).waitFor()
+        await until("the row shows active", async () => (await row.locator(".badge").innerText()) === "active")
+        await signIn(other.page, baseUrl, email, "a third long one")
+        assert.strictEqual(await other.page.locator(".who-role").innerText(), "manager")
+
+        // Ending their sessions asks first, then says how many ended; their page goes back to sign-in.
+        await row.getByRole("button", { name: "End sessions" }).click()
+        assert.include(await dialog.innerText(), "signed out on every device now")
+        await dialog.getByRole("button", { name: "End sessions" }).click()
+        await page.getByText(`1 session ended for ${XSS}.`).waitFor()
+        await other.page.getByRole("link", { name: /Notifications/u }).click()
+        await other.page.getByText("Your session has expired or was ended. Sign in again to continue.").waitFor()
+        await closeClean(other)
+        await closeClean(watched)
+      })
+    }), { timeout: 60_000 })
+
+  it.effect("staff: an administrator sees the owner's, another administrator's and their own controls disabled, with the reason; a teacher has no Staff page", () =>
+    Effect.gen(function*() {
+      const { baseUrl, browser } = yield* PanelEnv
+      const school = yield* BackOffice.staffSchool("pro")
+      yield* Effect.promise(async () => {
+        const owner = await crmAs(baseUrl, school.emails.owner)
+        const second = `second-admin@${school.emails.owner.split("@")[1] ?? "x.test"}`
+        await owner.post("/employees", { name: "Alla Admin", email: second, password: "a long password", role: "administrator" })
+        const watched = await openPage(browser)
+        const { page } = watched
+        await signIn(page, baseUrl, school.emails.administrator)
+        await page.locator("#who").getByRole("link", { name: "Staff" }).click()
+        const rowOf = (email: string) => page.locator(`tbody tr[data-employee="${email}"]`)
+        await rowOf(second).waitFor()
+
+        const ownerRow = rowOf(school.emails.owner)
+        assert.strictEqual(await ownerRow.locator("button, select").count(), 0)
+        await ownerRow.getByText("Nobody can change the owner's account.").waitFor()
+
+        for (const [email, reason] of [
+          [second, "Only the owner can change an administrator."],
+          [school.emails.administrator, "You cannot change your own role or access."]
+        ] as const) {
+          const row = rowOf(email)
+          await row.getByText(reason).waitFor()
+          assert.isTrue(await row.getByRole("combobox").isDisabled(), email)
+          for (const name of ["Disable", "End sessions"]) assert.isTrue(await row.getByRole("button", { name }).isDisabled(), `${email} ${name}`)
+        }
+        // Managers and teachers are the administrator's to change.
+        for (const email of [school.emails.manager, school.emails.teacher]) {
+          const row = rowOf(email)
+          assert.isTrue(await row.getByRole("combobox").isEnabled(), email)
+          assert.isTrue(await row.getByRole("button", { name: "Disable" }).isEnabled(), email)
+          assert.strictEqual(await row.locator(".reason").count(), 0, email)
+        }
+        await closeClean(watched)
+
+        const teacher = await openPage(browser)
+        await signIn(teacher.page, baseUrl, school.emails.teacher)
+        assert.strictEqual(await teacher.page.locator("#who").getByRole("link", { name: "Staff" }).count(), 0)
+        await teacher.page.goto(`${baseUrl}/crm#/staff`)
+        await teacher.page.getByText("Not available for your role.").waitFor()
+        assert.strictEqual(await teacher.page.getByRole("button", { name: "Add employee" }).count(), 0)
+        await closeClean(teacher)
+      })
+    }), { timeout: 60_000 })
+
+  it.effect("change password: a wrong current password is said under its field; success says other sessions ended, and the new password signs in", () =>
+    Effect.gen(function*() {
+      const { baseUrl, browser } = yield* PanelEnv
+      const school = yield* BackOffice.staffSchool("pro")
+      yield* Effect.promise(async () => {
+        const elsewhere = await openPage(browser)
+        await signIn(elsewhere.page, baseUrl, school.emails.teacher)
+        const watched = await openPage(browser)
+        const { page } = watched
+        await signIn(page, baseUrl, school.emails.teacher)
+        await page.locator("#who").getByRole("link", { name: "Change password" }).click()
+        await page.getByRole("heading", { name: "Change password", level: 1 }).waitFor()
+        const fresh = "a brand new password"
+
+        // The two new ones differ: said before anything is sent.
+        await page.getByLabel("Current password").fill(BackOffice.PASSWORD)
+        await page.getByLabel("New password", { exact: true }).fill(fresh)
+        await page.getByLabel("Repeat the new password").fill(`${fresh}!`)
+        await page.getByRole("button", { name: "Change password" }).click()
+        await page.locator("[data-field='repeat'] .field-error").getByText("The two new passwords are not the same.").waitFor()
+
+        // A wrong current password: the server's answer under that field.
+        await page.getByLabel("Current password").fill("not my password")
+        await page.getByLabel("Repeat the new password").fill(fresh)
+        await page.getByRole("button", { name: "Change password" }).click()
+        const currentError = page.locator("[data-field='current_password'] .field-error")
+        await currentError.waitFor()
+        assert.strictEqual(await currentError.innerText(), "This is not your current password")
+        assert.strictEqual(await page.getByLabel("Current password").getAttribute("aria-invalid"), "true")
+        assert.isTrue(await page.locator("[data-field='repeat'] .field-error").isHidden())
+
+        await page.getByLabel("Current password").fill(BackOffice.PASSWORD)
+        await page.getByRole("button", { name: "Change password" }).click()
+        await page.getByText("Your password is changed.").waitFor()
+        await page.getByText("You were signed out everywhere else; this window stays signed in.").waitFor()
+        assert.isTrue(await currentError.isHidden())
+
+        // The other window's session ended; this one goes on.
+        await elsewhere.page.reload()
+        await elsewhere.page.getByRole("heading", { name: "Sign in" }).waitFor()
+        await page.getByRole("link", { name: /Notifications/u }).click()
+        await page.getByRole("heading", { name: "Notifications", level: 1 }).waitFor()
+        assert.strictEqual(await page.locator(".who-name").innerText(), "Tim Teacher")
+        await closeClean(elsewhere)
+
+        // Signing in: the old password no longer works, the new one does.
+        await page.locator("#sign-out").click()
+        await page.getByText("You have signed out.").waitFor()
+        await page.getByLabel("E-mail").fill(school.emails.teacher)
+        await page.getByLabel("Password").fill(BackOffice.PASSWORD)
+        await page.getByRole("button", { name: "Sign in" }).click()
+        await page.getByText("Wrong e-mail or password.").waitFor()
+        await signIn(page, baseUrl, school.emails.teacher, fresh)
+        assert.strictEqual(await page.locator(".who-name").innerText(), "Tim Teacher")
+        await closeClean(watched)
+      })
+    }), { timeout: 60_000 })
+
+  it.effect("screenshots: sign-in, keys, webhooks, one webhook's journal, events skipped while disabled, the disable and delete confirmations, the wait after too many sends, notifications and leads, staff and the password form, at desktop and phone widths", () =>
     Effect.gen(function*() {
       const { baseUrl, browser } = yield* PanelEnv
       const school = yield* BackOffice.staffSchool("pro")
@@ -727,6 +919,14 @@ layer(Env, { excludeTestServices: true, timeout: 120_000 })("web panel", (it) =>
           assert.fail("no 429")
         }
 
+        // Staff: one more member of each kind, one of them disabled.
+        await owner.post("/employees", { name: "Irina Volkova", email: `irina@${school.emails.owner.split("@")[1] ?? "x.test"}`, password: "a long password", role: "manager" })
+        const pavel = Schema.decodeUnknownSync(Id)(
+          await owner.post("/employees", { name: "Pavel Smirnov", email: `pavel@${school.emails.owner.split("@")[1] ?? "x.test"}`, password: "a long password", role: "teacher" })
+        )
+        const disabled = await owner.request("PATCH", `/employees/${pavel.id}`, { disabled: true })
+        assert.strictEqual(disabled.status, 200, disabled.text)
+
         for (const [width, viewport] of [["desktop", DESKTOP], ["phone", PHONE]] as const) {
           const watched = await openPage(browser, viewport)
           const { page } = watched
@@ -786,6 +986,19 @@ layer(Env, { excludeTestServices: true, timeout: 120_000 })("web panel", (it) =>
           await page.getByRole("link", { name: "Leads" }).click()
           await page.locator("tbody tr").nth(2).waitFor()
           await shoot(page, "leads", width)
+
+          await page.locator("#who").getByRole("link", { name: "Staff" }).click()
+          await page.locator("tbody tr").nth(5).waitFor()
+          await shoot(page, "staff", width)
+
+          // The password form with the server's answer to a wrong current password.
+          await page.locator("#who").getByRole("link", { name: "Change password" }).click()
+          await page.getByLabel("Current password").fill("not my password")
+          await page.getByLabel("New password", { exact: true }).fill("a brand new password")
+          await page.getByLabel("Repeat the new password").fill("a brand new password")
+          await page.getByRole("button", { name: "Change password" }).click()
+          await page.locator("[data-field='current_password'] .field-error").waitFor()
+          await shoot(page, "password", width)
           await closeClean(watched)
         }
       })

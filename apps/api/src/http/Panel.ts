@@ -40,6 +40,8 @@ export const PANEL_FILES: ReadonlyArray<readonly [path: HttpRouter.PathInput, fi
   [`${PANEL_PATH}/webhook.js`, "webhook.js", JS],
   [`${PANEL_PATH}/notifications.js`, "notifications.js", JS],
   [`${PANEL_PATH}/leads.js`, "leads.js", JS],
+  [`${PANEL_PATH}/staff.js`, "staff.js", JS],
+  [`${PANEL_PATH}/password.js`, "password.js", JS],
   [`${PANEL_PATH}/contract-lists.js`, "contract-lists.js", JS]
 ]
 

@@ -57,6 +57,8 @@ const BASE = "/api/crm/v1"
 /** @typedef {Schemas["Task"]} Task */
 /** @typedef {Schemas["CrmLead"]} Lead */
 /** @typedef {Schemas["FunnelStatus"]} FunnelStatus */
+/** @typedef {Data<"employees.list">[number]} StaffMember */
+/** @typedef {Data<"employees.update">} ChangedMember */
 /** @typedef {Schemas["Funnel"]} Funnel */
 /**
  * Every error code of the back office's error envelopes.
@@ -156,6 +158,22 @@ export const signIn = (/** @type {string} */ email, /** @type {string} */ passwo
 export const currentSession = () => call("GET", "/sessions/current", undefined, { quiet: true })
 /** @returns {Promise<Answer<"sessions.delete">>} */
 export const signOut = () => call("DELETE", "/sessions/current", undefined, { quiet: true })
+/**
+ * Changes the reader's own password; the server ends their other sessions.
+ * A wrong current password is a 422 on `current_password`, not a 401.
+ * @returns {Promise<Answer<"password.change">>}
+ */
+export const changePassword = (/** @type {Body<"password.change">} */ body) => call("POST", "/sessions/current/password", body)
+
+// Staff
+/** @returns {Promise<Answer<"employees.list">>} */
+export const listStaff = (page = 1, perPage = 100) => call("GET", `/employees${paged(page, perPage)}`)
+/** @returns {Promise<Answer<"employees.create">>} */
+export const addEmployee = (/** @type {Body<"employees.create">} */ body) => call("POST", "/employees", body)
+/** @returns {Promise<Answer<"employees.update">>} */
+export const updateEmployee = (/** @type {number} */ id, /** @type {Body<"employees.update">} */ body) => call("PATCH", `/employees/${id}`, body)
+/** @returns {Promise<Answer<"employees.endSessions">>} */
+export const endSessions = (/** @type {number} */ id) => call("DELETE", `/employees/${id}/sessions`)
 
 // API keys
 /** @returns {Promise<Answer<"apiKeys.list">>} */

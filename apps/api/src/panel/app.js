@@ -12,7 +12,9 @@ import { h, replace } from "./dom.js"
 import { renderKeys } from "./keys.js"
 import { renderLeads } from "./leads.js"
 import { renderNotifications } from "./notifications.js"
+import { renderPassword } from "./password.js"
 import { renderSignIn } from "./sign-in.js"
+import { renderStaff } from "./staff.js"
 import { renderDelivery, renderWebhook } from "./webhook.js"
 import { renderWebhooks } from "./webhooks.js"
 
@@ -34,10 +36,11 @@ import { renderWebhooks } from "./webhooks.js"
  */
 
 /**
- * The sections, in the navigation's order; `nav: false` is a page inside a section.
+ * The sections, in the navigation's order; `nav: false` is a page inside a section,
+ * `nav: "account"` a page of the header's account area (next to who is signed in).
  * A section is offered to the roles that may call the operation its view reads
  * (docs/back-office.md "Roles"), as the contract says (contract-lists.js).
- * @type {ReadonlyArray<{ pattern: RegExp, label: string, href: string, roles: ReadonlyArray<Role>, nav: boolean, render: (context: ViewContext) => Promise<void> }>}
+ * @type {ReadonlyArray<{ pattern: RegExp, label: string, href: string, roles: ReadonlyArray<Role>, nav: boolean | "account", render: (context: ViewContext) => Promise<void> }>}
  */
 const ROUTES = [
   { pattern: /^#\/leads$/u, label: "Leads", href: "#/leads", roles: ACCESS["leads.list"], nav: true, render: renderLeads },
@@ -59,6 +62,15 @@ const ROUTES = [
     roles: ACCESS["inbox.notifications"],
     nav: true,
     render: renderNotifications
+  },
+  { pattern: /^#\/staff$/u, label: "Staff", href: "#/staff", roles: ACCESS["employees.list"], nav: "account", render: renderStaff },
+  {
+    pattern: /^#\/password$/u,
+    label: "Change password",
+    href: "#/password",
+    roles: ACCESS["password.change"],
+    nav: "account",
+    render: renderPassword
   }
 ]
 
@@ -112,7 +124,7 @@ const drawChrome = () => {
     h(
       "ul",
       {},
-      ROUTES.filter((route) => route.nav && route.roles.includes(employee.role)).map((route) =>
+      ROUTES.filter((route) => route.nav === true && route.roles.includes(employee.role)).map((route) =>
         h(
           "li",
           {},
@@ -136,6 +148,9 @@ const drawChrome = () => {
     who,
     h("span", { class: "who-name" }, employee.name),
     h("span", { class: "who-role" }, employee.role),
+    ROUTES.filter((route) => route.nav === "account" && route.roles.includes(employee.role)).map((route) =>
+      h("a", { href: route.href, class: "account-link", "aria-current": current?.href === route.href ? "page" : null }, route.label)
+    ),
     signOut
   )
 }

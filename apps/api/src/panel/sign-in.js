@@ -45,7 +45,7 @@ export const renderSignIn = (view, message, signedIn) => {
       const wait = reply.retryAfter === undefined ? "a little while" : `${reply.retryAfter} second${reply.retryAfter === 1 ? "" : "s"}`
       replace(
         problem,
-        notice("error", "Too many failed sign-ins.", `Sign-in for this e-mail is paused. Wait ${wait} and try again.`)
+        notice("error", "Too many failed sign-ins.", `Signing in is paused for a while (too many failed attempts for this e-mail or from this network). Wait ${wait} and try again.`)
       )
     } else if (reply.code === "VALIDATION_FAILED") {
       const rest = showFieldErrors(fields, reply.fields)
