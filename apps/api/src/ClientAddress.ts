@@ -48,8 +48,8 @@ export const trusted = (entries: ReadonlyArray<string>): Trusted => {
   const ranges = entries.map((entry): [Address, number] => {
     if (entry.includes("/")) {
       const [range, bits] = ipaddr.parseCIDR(entry)
-      return range.kind() === "ipv6" && (range as ipaddr.IPv6).isIPv4MappedAddress()
-        ? [(range as ipaddr.IPv6).toIPv4Address(), Math.max(0, bits - 96)]
+      return range instanceof ipaddr.IPv6 && range.isIPv4MappedAddress()
+        ? [range.toIPv4Address(), Math.max(0, bits - 96)]
         : [range, bits]
     }
     const address = ipaddr.process(entry)
