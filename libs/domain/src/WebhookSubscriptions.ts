@@ -145,6 +145,14 @@ export type RecoverRequest = typeof RecoverRequest.Type
 export const WebhookStatus = Schema.Literals(["active", "problematic", "disabled"])
 export type WebhookStatus = typeof WebhookStatus.Type
 
+/** The subscription the examples show. */
+const subscriptionExample = {
+  id: WebhookId.make(4),
+  url: "https://crm.example.com/hooks/school",
+  events: ["lead.created" as const, "payment.received" as const],
+  status: "active" as const
+}
+
 /** A subscription as every call but creation shows it: never its secret. */
 export const Subscription = Schema.Struct({
   id: WebhookId,
@@ -159,10 +167,7 @@ export const Subscription = Schema.Struct({
   })
 }).annotate({
   examples: [{
-    id: WebhookId.make(4),
-    url: "https://crm.example.com/hooks/school",
-    events: ["lead.created", "payment.received"],
-    status: "active",
+    ...subscriptionExample,
     created_at: "2026-11-22T09:15:03.123456Z",
     updated_at: "2026-11-22T09:15:03.123456Z",
     skipped_events: 0
@@ -180,10 +185,7 @@ export const CreatedSubscription = Schema.Struct({
   created_at: Timestamp
 }).annotate({
   examples: [{
-    id: WebhookId.make(4),
-    url: "https://crm.example.com/hooks/school",
-    events: ["lead.created", "payment.received"],
-    status: "active",
+    ...subscriptionExample,
     secret: "whsec_KCkqKywtLi8wMTIzNDU2Nzg5Ojs8PT4/QEFCQ0RFRkc=",
     created_at: "2026-11-22T09:15:03.123456Z"
   }]
