@@ -374,7 +374,23 @@ export const dispatcher: Scenario = {
       )
 
       // -- Helpers of the rounds ----------------------------------------------
-      const clean = () => query("TRUNCATE webhook_attempts, webhook_deliveries, outbox_events")
+      /**
+       * Empties the queue between rounds while the dispatcher still runs (it may be recording the
+       * attempts a released hanging receiver cut off): its statement and the TRUNCATE can take the
+       * three tables in opposite orders, and PostgreSQL then cancels one of them (40P01). The harness's
+       * TRUNCATE is the one to repeat.
+       */
+      const clean = async (): Promise<void> => {
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await query("TRUNCATE webhook_attempts, webhook_deliveries, outbox_events")
+            return
+          } catch (error) {
+            const deadlock = typeof error === "object" && error !== null && "code" in error && error.code === "40P01"
+            if (!deadlock || attempt === 3) throw error
+          }
+        }
+      }
       /** The statement counters now (on the harness's own connection to another database: not counted). */
       const statementsNow = () => Effect.runPromise(Database.snapshot(context.db))
       const recordClaims = (id: string, round: ClaimRound) => {
