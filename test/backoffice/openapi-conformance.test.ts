@@ -203,6 +203,15 @@ layer(Env, { excludeTestServices: true })("the back office answers as its OpenAP
         as: { tariff: "basic" },
         body: { ...newPassword, current_password: "not the password" }
       }, ["current_password"])
+      // Wrong current passwords count like failed sign-ins (docs/back-office.md "Signing in"): five, then 429.
+      for (let i = 0; i < 5; i++) {
+        yield* refused(422, "VALIDATION_FAILED", "/sessions/current/password", {
+          method: "POST",
+          as: teacher,
+          body: { ...newPassword, current_password: `not the password ${i}` }
+        }, ["current_password"])
+      }
+      yield* refused(429, "TOO_MANY_ATTEMPTS", "/sessions/current/password", { method: "POST", as: teacher, body: newPassword })
       yield* refused(403, "FORBIDDEN", "/sessions/current/password", {
         method: "POST",
         as: { cookie: "teacher" },

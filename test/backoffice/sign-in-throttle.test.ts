@@ -126,15 +126,62 @@ layer(Env, { excludeTestServices: true, timeout: 120_000 })("sign-in throttle (T
       assert.strictEqual((yield* signIn("127.0.0.5", email, PASSWORD)).status, 201)
     }))
 
-  it.effect("16 concurrent correct sign-ins all get 201", () =>
+  it.effect("40 concurrent correct sign-ins from one address all get 201 (more than its budget of 30)", () =>
     Effect.gen(function*() {
       const email = yield* owner
       const replies = yield* Effect.forEach(
-        Array.from({ length: 16 }, (_, i) => i),
+        Array.from({ length: 40 }, (_, i) => i),
         () => signIn("127.0.0.6", email, PASSWORD),
         { concurrency: "unbounded" }
       )
-      assert.deepStrictEqual(replies.map((reply) => reply.status), Array(16).fill(201))
+      assert.deepStrictEqual(replies.map((reply) => reply.status), Array(40).fill(201))
+    }))
+
+  it.effect("60 concurrent wrong guesses from one address: exactly 30 are checked, 30 get 429; the owner elsewhere gets in", () =>
+    Effect.gen(function*() {
+      const email = yield* owner
+      const [replies, own] = yield* Effect.all([
+        Effect.forEach(
+          Array.from({ length: 60 }, (_, i) => i),
+          (i) => signIn("127.0.0.11", `concurrent${i}@throttle.test`, "Winter2024!"),
+          { concurrency: "unbounded" }
+        ),
+        // The owner arrives in the middle of the spray, from another address.
+        Effect.andThen(Effect.sleep("100 millis"), signIn("127.0.0.12", email, PASSWORD))
+      ], { concurrency: "unbounded" })
+      const statuses = replies.map((reply) => reply.status)
+      assert.strictEqual(statuses.filter((status) => status === 401).length, LoginThrottle.ADDRESS_BUDGET.burst, String(statuses))
+      assert.strictEqual(statuses.filter((status) => status === 429).length, 30, String(statuses))
+      assert.strictEqual(own.status, 201, own.body)
+    }))
+
+  it.effect("wrong current passwords count like failed sign-ins: five 422, then 429 for the change and the sign-in from that address", () =>
+    Effect.gen(function*() {
+      const server = yield* TestServer
+      const email = yield* owner
+      const token = tokenOf(yield* signIn("127.0.0.13", email, PASSWORD))
+      const change = (current: string) =>
+        request(server.baseUrl, "POST", `${CRM}/sessions/current/password`, {
+          from: "127.0.0.13",
+          headers: { authorization: `Session ${token}` },
+          body: { current_password: current, new_password: "a brand new password" }
+        })
+      for (let i = 0; i < 5; i++) {
+        const wrong = yield* change(`not it ${i}`)
+        assert.strictEqual(wrong.status, 422, wrong.body)
+        assert.deepStrictEqual(Object.keys(JSON.parse(wrong.body).fields), ["current_password"])
+      }
+      const refused = yield* change(PASSWORD)
+      assert.strictEqual(refused.status, 429, refused.body)
+      assert.strictEqual(JSON.parse(refused.body).code, "TOO_MANY_ATTEMPTS")
+      assert.match(String(refused.headers["retry-after"]), /^[1-9]\d*$/u)
+      // The same pair is held back at sign-in too; another address is not.
+      assert.strictEqual((yield* signIn("127.0.0.13", email, PASSWORD)).status, 429)
+      assert.strictEqual((yield* signIn("127.0.0.14", email, PASSWORD)).status, 201)
+      // Past the wait the right current password changes it.
+      yield* Effect.sleep(`${Number(refused.headers["retry-after"]) * 1000 + 100} millis`)
+      const changed = yield* change(PASSWORD)
+      assert.strictEqual(changed.status, 200, changed.body)
     }))
 
   it.effect("the live sessions of an employee are capped: the oldest ends when one more is created", () =>

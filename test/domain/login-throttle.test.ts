@@ -47,54 +47,75 @@ const Step = Schema.Struct({
   /** Which address (0-2) and e-mail (0-2) the step is about. */
   address: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 2 })),
   email: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 2 })),
-  /** A new attempt (with the right or a wrong password), or the end of the oldest running check of the address. */
+  /** A new attempt (with the right or a wrong password), or the end of the address's running check. */
   kind: Schema.Literals(["right", "wrong", "finish"]),
   /** Milliseconds since the previous step. */
   elapsed: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 30_000 }))
 })
 const Steps = Schema.Array(Step).check(Schema.isMaxLength(300))
 
+interface Queued {
+  readonly email: number
+  readonly right: boolean
+}
+
 describe("LoginThrottle (pure rule)", () => {
   const { burst, interval } = LoginThrottle.ADDRESS_BUDGET
 
+  /**
+   * The model of SignInGuard: the attempts of one address take turns. An
+   * attempt arrives and waits in its address's queue; when its turn comes
+   * the rule decides (refused: counted against the address; admitted: its
+   * check runs until a `finish` step, then it counts if it was wrong).
+   */
   it.prop(
-    "for any interleaving: a right password from an address that is not failing is admitted; no address guesses past its budget",
+    "for any interleaving: every right password from an address that is not failing is admitted; no address guesses past its budget",
     { steps: Steps },
     ({ steps }) => {
       let now = 1_000_000
       const addresses = new Map<number, LoginThrottle.AddressState>()
       const pairs = new Map<string, LoginThrottle.PairState>()
-      const running = new Map<number, Array<{ readonly email: number; readonly right: boolean }>>()
+      const queues = new Map<number, Array<Queued>>()
+      const running = new Map<number, Queued>()
       const guesses = new Map<number, Array<number>>()
+
+      /** Starts the next attempts of the address until one is admitted (refusals end at once). */
+      const nextTurn = (address: number) => {
+        const queue = queues.get(address) ?? []
+        while (!running.has(address) && queue.length > 0) {
+          const turn = queue.shift()!
+          const state = addresses.get(address) ?? 0
+          const key = `${turn.email} ${address}`
+          const pair = pairs.get(key)
+          const wait = LoginThrottle.waitMs({ pair, address: state, nowMs: now })
+          const notFailing = LoginThrottle.isIdle(state, now) && LoginThrottle.pairWaitMs(pair, now) === 0
+          if (turn.right && notFailing) assert.strictEqual(wait, 0, "a right password from an address that is not failing waits")
+          if (wait > 0) {
+            // A refusal counts against the address.
+            addresses.set(address, LoginThrottle.addressAfterFailure(state, now))
+            continue
+          }
+          if (!turn.right) guesses.set(address, [...(guesses.get(address) ?? []), now])
+          running.set(address, turn)
+        }
+      }
+
       for (const step of steps) {
         now += step.elapsed
-        const address = addresses.get(step.address) ?? 0
-        const inFlight = running.get(step.address) ?? []
-        const key = `${step.email} ${step.address}`
         if (step.kind === "finish") {
-          const done = inFlight.shift()
+          const done = running.get(step.address)
           if (done === undefined) continue
-          const doneKey = `${done.email} ${step.address}`
-          if (done.right) pairs.delete(doneKey)
+          running.delete(step.address)
+          const key = `${done.email} ${step.address}`
+          if (done.right) pairs.delete(key)
           else {
-            pairs.set(doneKey, LoginThrottle.pairAfterFailure(pairs.get(doneKey), now))
-            addresses.set(step.address, LoginThrottle.addressAfterFailure(address, now))
+            pairs.set(key, LoginThrottle.pairAfterFailure(pairs.get(key), now))
+            addresses.set(step.address, LoginThrottle.addressAfterFailure(addresses.get(step.address) ?? 0, now))
           }
-          continue
+        } else {
+          queues.set(step.address, [...(queues.get(step.address) ?? []), { email: step.email, right: step.kind === "right" }])
         }
-        const pair = pairs.get(key)
-        const wait = LoginThrottle.waitMs({ pair, address, inFlight: inFlight.length, nowMs: now })
-        const notFailing = LoginThrottle.isIdle(address, now) && LoginThrottle.pairWaitMs(pair, now) === 0 &&
-          inFlight.length < burst
-        if (step.kind === "right" && notFailing) assert.strictEqual(wait, 0)
-        if (wait > 0) {
-          // A refusal counts against the address.
-          addresses.set(step.address, LoginThrottle.addressAfterFailure(address, now))
-          continue
-        }
-        inFlight.push({ email: step.email, right: step.kind === "right" })
-        running.set(step.address, inFlight)
-        if (step.kind === "wrong") guesses.set(step.address, [...(guesses.get(step.address) ?? []), now])
+        nextTurn(step.address)
       }
       // At most `burst` wrong guesses at once, then one per interval, in every window.
       for (const times of guesses.values()) {
@@ -107,6 +128,20 @@ describe("LoginThrottle (pure rule)", () => {
     }
   )
 
+  it("a queue of right passwords from one address is admitted whole, however long", () => {
+    // Turns: each reads the state the one before it left; a right password leaves no failure.
+    let address: LoginThrottle.AddressState = 0
+    for (let i = 0; i < 1_000; i++) {
+      assert.strictEqual(LoginThrottle.waitMs({ pair: undefined, address, nowMs: 5_000_000 }), 0)
+    }
+    // While wrong guesses in a row spend the budget: the 31st waits.
+    for (let i = 0; i < burst; i++) {
+      assert.strictEqual(LoginThrottle.addressWaitMs(address, 5_000_000), 0)
+      address = LoginThrottle.addressAfterFailure(address, 5_000_000)
+    }
+    assert.strictEqual(LoginThrottle.addressWaitMs(address, 5_000_000), interval)
+  })
+
   it("failures from one address never hold back another", () => {
     const now = 10_000_000
     let attacker: LoginThrottle.AddressState = 0
@@ -115,8 +150,8 @@ describe("LoginThrottle (pure rule)", () => {
       attacker = LoginThrottle.addressAfterFailure(attacker, now)
       pair = LoginThrottle.pairAfterFailure(pair, now)
     }
-    assert.isAbove(LoginThrottle.waitMs({ pair, address: attacker, inFlight: 0, nowMs: now }), 0)
-    assert.strictEqual(LoginThrottle.waitMs({ pair: undefined, address: 0, inFlight: 0, nowMs: now }), 0)
+    assert.isAbove(LoginThrottle.waitMs({ pair, address: attacker, nowMs: now }), 0)
+    assert.strictEqual(LoginThrottle.waitMs({ pair: undefined, address: 0, nowMs: now }), 0)
   })
 
   it("a pair's failures are forgotten after FORGET_AFTER_MS", () => {

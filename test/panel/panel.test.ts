@@ -18,7 +18,7 @@
  * just issued), the webhook list, one webhook's journal, the disable and
  * delete confirmations, events skipped while disabled, the wait after too
  * many test sends, notifications, leads, staff and the password form at
- * 1280x800 and 360x740; taken
+ * 1280x800 and 390x844 (checked at 360 px too); taken
  * on every run (a page that stops rendering or overflows fails here),
  * written to docs/images/ only with UPDATE_SCREENSHOTS=1, else to a
  * temporary directory (docs/decisions.md "Back-office web panel"). One

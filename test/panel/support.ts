@@ -92,7 +92,9 @@ export class PanelEnv extends Context.Service<PanelEnv, {
 export const Env = PanelEnv.layer.pipe(Layer.provideMerge(TestDatabase.layer))
 
 export const DESKTOP = { width: 1280, height: 800 } as const
-export const PHONE = { width: 360, height: 740 } as const
+/** The phone screenshots' window (a common phone); pages are also checked at NARROW, the narrowest we support. */
+export const PHONE = { width: 390, height: 844 } as const
+export const NARROW = { width: 360, height: 740 } as const
 
 /** What a page must never do; each test asserts these stay empty. */
 export interface Watched {
@@ -215,8 +217,16 @@ export const screenshotDirectory = (): string => {
 export const shoot = async (page: Page, name: string, width: "desktop" | "phone", options: { viewport?: boolean } = {}) => {
   await page.waitForLoadState("networkidle")
   await page.locator(".loading").waitFor({ state: "detached" })
-  // No horizontal overflow at any width: the page is as wide as the window.
-  const overflow = await page.evaluate<number>("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+  // No horizontal overflow at any width: the page is as wide as the window (a phone's page at 360 px too).
+  const overflows = () => page.evaluate<number>("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+  if (width === "phone") {
+    const shown = page.viewportSize() ?? PHONE
+    await page.setViewportSize(NARROW)
+    const narrow = await overflows()
+    assert.strictEqual(narrow, 0, `${name} at ${NARROW.width} px overflows by ${narrow}px`)
+    await page.setViewportSize(shown)
+  }
+  const overflow = await overflows()
   assert.strictEqual(overflow, 0, `${name} at ${width} overflows by ${overflow}px`)
   await page.screenshot({ path: join(screenshotDirectory(), `panel-${name}-${width}.png`), fullPage: options.viewport !== true })
 }

@@ -45,6 +45,7 @@ import { BackOfficeValidationLive, RoleCheckLive, SessionAuthenticationLive } fr
 import { ErrorEnvelope, routeTable } from "./ErrorEnvelope.ts"
 import { HEALTH_ROUTES, HealthRoutes } from "./Health.ts"
 import { LoginHandlersNoDeps, SessionsHandlersNoDeps } from "./http/backoffice/Sessions.ts"
+import { SignInGuard } from "./http/backoffice/SignInGuard.ts"
 import { LeadSectionHandlersNoDeps, LeadSectionRepositories } from "./http/backoffice/LeadSection.ts"
 import { SchoolHandlersNoDeps, SchoolRepositories } from "./http/backoffice/School.ts"
 import { StaffHandlersNoDeps, StaffRepositories } from "./http/backoffice/Staff.ts"
@@ -190,7 +191,8 @@ export const AppRoutesNoDeps = Layer.mergeAll(
     ]),
     // RateLimiter.layer is the same value AuthenticationLive provides: one instance (layers are memoized),
     // so a key revoked here drops this process's local block at once.
-    Layer.provide([SessionAuthenticationLive, BackOfficeValidationLive, RoleCheckLive, RateLimiter.layer])
+    // One SignInGuard for sign-in and the password change: one queue per address and one set of hash slots.
+    Layer.provide([SessionAuthenticationLive, BackOfficeValidationLive, RoleCheckLive, RateLimiter.layer, SignInGuard.layer])
   ),
   // The reference pages, Scalar inlined (apps/api/src/http/Reference.ts).
   ReferencePage(PublicApi, DOCS_PATH),

@@ -12,9 +12,11 @@
  *   `ADDRESS_BUDGET.interval`.
  * A refused attempt (429) counts against its address as a failure would, so
  * polling inside the wait keeps the poller out rather than making the wait
- * cheaper. Attempts whose password check is still running are counted
- * against their address's budget while they run (`inFlight`), never as
- * failures: a correct password is never turned into a failure.
+ * cheaper. The attempts of one address take turns (one password check at a
+ * time per API process, apps/api/src/http/backoffice/SignInGuard.ts), so each
+ * reads the failures of those before it: concurrency buys an attacker no
+ * extra guesses, and concurrent correct sign-ins are all admitted, because a
+ * correct password never counts.
  */
 import * as AuthFailures from "./AuthFailures.ts"
 import * as Sessions from "./Sessions.ts"
@@ -39,8 +41,6 @@ export interface Attempt {
   /** The pair's failures; undefined when there are none (or they are forgotten). */
   readonly pair: PairState | undefined
   readonly address: AddressState
-  /** Attempts from this address whose password check is running now. */
-  readonly inFlight: number
   readonly nowMs: number
 }
 
@@ -50,13 +50,13 @@ export const pairWaitMs = (pair: PairState | undefined, nowMs: number): number =
     ? 0
     : Sessions.loginWaitMs(pair.failures, pair.lastFailedAtMs, nowMs)
 
-/** Milliseconds the address must still wait, its running checks counted (0: it may try now). */
-export const addressWaitMs = (address: AddressState, inFlight: number, nowMs: number): number =>
-  AuthFailures.wait(Math.max(address, nowMs) + inFlight * ADDRESS_BUDGET.interval, nowMs, ADDRESS_BUDGET)
+/** Milliseconds the address must still wait (0: it may try now). */
+export const addressWaitMs = (address: AddressState, nowMs: number): number =>
+  AuthFailures.wait(address, nowMs, ADDRESS_BUDGET)
 
 /** Milliseconds the attempt must wait; 0: it is admitted and its password is checked. */
 export const waitMs = (attempt: Attempt): number =>
-  Math.max(pairWaitMs(attempt.pair, attempt.nowMs), addressWaitMs(attempt.address, attempt.inFlight, attempt.nowMs))
+  Math.max(pairWaitMs(attempt.pair, attempt.nowMs), addressWaitMs(attempt.address, attempt.nowMs))
 
 /** The address after a failure or a refusal at `nowMs`. */
 export const addressAfterFailure = (address: AddressState, nowMs: number): AddressState =>

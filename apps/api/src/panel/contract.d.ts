@@ -1761,6 +1761,18 @@ export interface operations {
                     "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
                 };
             };
+            /** @description BackOfficeTooManyAttempts */
+            429: {
+                headers: {
+                    "retry-after": string;
+                    /** @description The request's id: the request's own X-Request-Id when it sent 1 to 128 visible ASCII characters, else a new one. Quote it when you ask about a call: the service's log lines of the request carry it. */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackOfficeTooManyAttemptsEncoded"];
+                };
+            };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
             500: {
                 headers: {

@@ -45,6 +45,11 @@ export const renderPassword = async (context) => {
       replace(done, notice("success", "Your password is changed.", "You were signed out everywhere else; this window stays signed in."))
       return
     }
+    if (reply.code === "TOO_MANY_ATTEMPTS") {
+      const wait = reply.retryAfter === undefined ? "a little while" : `${reply.retryAfter} second${reply.retryAfter === 1 ? "" : "s"}`
+      replace(formProblem, notice("error", "Too many wrong passwords.", `Changing the password is paused for a while (too many wrong current passwords). Wait ${wait} and try again.`))
+      return
+    }
     if (reply.fields !== undefined) {
       const rest = showFieldErrors(fields, reply.fields)
       if (rest.length > 0) replace(formProblem, notice("error", reply.message, rest.join(" ")))

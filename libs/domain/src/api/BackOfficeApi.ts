@@ -78,7 +78,8 @@ export class PasswordGroup extends HttpApiGroup.make("password").add(
   HttpApiEndpoint.post("change", "/sessions/current/password", {
     payload: ChangePasswordRequest,
     success: PasswordChangedResponse,
-    error: [Errors.ValidationFailed.envelope, ...bodyRefusals]
+    // 429: a wrong current password counts like a failed sign-in (docs/back-office.md "Signing in").
+    error: [Errors.ValidationFailed.envelope, Errors.TooManyAttempts.envelope, ...bodyRefusals]
   })
     .annotate(RequiredAccess, ANY_EMPLOYEE)
     .annotate(OpenApi.Summary, "Change your own password: every other session of yours ends at once, this one stays")
