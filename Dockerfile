@@ -1,16 +1,20 @@
-# One image for the API, the dispatcher and the one-shot migrate; the command picks the process
-# (docs/operations.md "Container image"):
+# One image for the API, the dispatcher, the one-shot migrate and the operator CLI; the command
+# picks the process (docs/operations.md "Container image"):
 #   node --max-semi-space-size=8 --heap-growing-percent=30 apps/api/dist/main.js   the API on PORT (the default command)
 #   node --max-semi-space-size=8 --heap-growing-percent=50 apps/dispatcher/dist/main.js   the webhook dispatcher, its health routes on DISPATCHER_PORT
 # (the flags: libs/runtime/src/NodeFlags.ts)
 #   node apps/cli/src/migrate.ts       applies the pending migrations to DATABASE_URL and exits
+#   node apps/cli/src/main.ts …        the operator CLI against DATABASE_URL (schools create, keys create…)
 # The API and the dispatcher run as bundles of plain JavaScript, built in a stage of their own
-# (apps/cli/src/build.ts; why: docs/decisions.md "Compiled processes"); migrate runs its
-# TypeScript source directly (Node 24's type stripping). test/ops checks this file and replays it.
+# (apps/cli/src/build.ts; why: docs/decisions.md "Compiled processes"); migrate and the CLI run
+# their TypeScript sources directly (Node 24's type stripping). test/ops checks this file and
+# replays it.
 
 # Stage 1: production dependencies. Every workspace's package.json (package.json "workspaces") is
 # copied before npm ci: npm silently skips a workspace whose folder is missing, and the image would
-# then lack its node_modules/@school link.
+# then lack its node_modules/@school link. --omit=optional leaves out the embedded PostgreSQL
+# (package.json "optionalDependencies", about 60 MB of binaries) that only `npm start` and the
+# tests use: every process of the image works against DATABASE_URL.
 FROM node:24-slim AS dependencies
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -23,7 +27,7 @@ COPY apps/api/package.json apps/api/
 COPY apps/dispatcher/package.json apps/dispatcher/
 COPY apps/cli/package.json apps/cli/
 COPY test/package.json test/
-RUN npm ci --omit=dev --no-audit --no-fund
+RUN npm ci --omit=dev --omit=optional --no-audit --no-fund
 
 # Stage 2: the bundles, on top of stage 1 (its package files). The build tool (rolldown) is a
 # devDependency, so this stage installs everything, without install scripts (none is needed to
@@ -35,10 +39,11 @@ COPY apps apps
 RUN node apps/cli/src/build.ts
 
 # Stage 3: what runs. The files belong to root; the processes run as the unprivileged `node` user
-# of the base image and write nothing (logs go to stderr).
+# of the base image and write nothing (logs go to stderr). NODE_ENV=production: the API and the
+# dispatcher refuse to start without WEBHOOK_SECRET_KEY (docs/operations.md "Settings").
 FROM node:24-slim
 WORKDIR /app
-ENV HOST=0.0.0.0 PORT=3000 DISPATCHER_PORT=3001 LOG_FORMAT=json
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 DISPATCHER_PORT=3001 LOG_FORMAT=json
 COPY package.json ./
 COPY --from=dependencies /app/node_modules node_modules
 COPY libs libs

@@ -38,6 +38,6 @@ const program = Layer.launch(ServerLayerNoDeps.pipe(
   Layer.provide(StudentsFromMemory),
   Layer.provide(Repositories),
   Layer.provide(ApiSqlLayer)
-)).pipe(Effect.provide(Settings.layer(ApiSettings)))
+)).pipe(Effect.provide(Settings.layer(ApiSettings, "api")))
 
 runMain(program)

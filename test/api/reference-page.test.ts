@@ -164,9 +164,10 @@ layer(Env, { excludeTestServices: true })("API reference pages", (it) => {
         yield* server.raw.request(BACK_OFFICE_DOCS_PATH, { method: "DELETE" })
       ]
       assert.deepStrictEqual(others.map((reply) => reply.status), [200, 200, 200, 401, 404, 404, 405, 405])
-      for (const reply of others) {
+      for (const [index, reply] of others.entries()) {
         assert.isNull(reply.headers.get("content-security-policy"), reply.text.slice(0, 200))
-        assert.isNull(reply.headers.get("etag"))
+        // The OpenAPI documents (the first two) have ETags of their own (test/api/reference-compression.test.ts).
+        if (index >= 2) assert.isNull(reply.headers.get("etag"))
       }
       // The 405 names GET (the route table knows both pages).
       assert.strictEqual(others[6]?.headers.get("allow"), "GET")

@@ -4,11 +4,13 @@
  *
  * - the file is validated against the Compose Specification's JSON schema
  *   (test/ops/compose-spec.json, vendored: see test/ops/README.md), with ajv;
- * - `composeProblems` makes the checks the schema cannot: start order
- *   (postgres healthy → migrate completed → api, dispatcher), health checks on
- *   /health/ready at each process's port, the ports published, the postgres
- *   volume declared, every command a file the image has, every variable set a
- *   documented setting;
+ * - `composeProblems` makes the checks the schema cannot: one image, built
+ *   once (one service with `build:` names it, migrate, api and dispatcher run
+ *   it), start order (postgres healthy → migrate completed → api,
+ *   dispatcher), health checks on /health/ready at each process's port, the
+ *   API's port published and no other (not PostgreSQL's, not the
+ *   dispatcher's, not a metrics port), the postgres volume declared, every
+ *   command a file the image has, every variable set a documented setting;
  * - a second test breaks the file in each of those ways and sees each check
  *   fail, so none of them passes vacuously.
  *
@@ -85,6 +87,16 @@ const composeProblems = (compose: ComposeFile): ReadonlyArray<string> => {
       if (compose.volumes === undefined || !(volume in compose.volumes)) problems.push(`postgres: volume ${volume} is not declared under volumes`)
     }
   }
+  // The image: built by one service, which names it; the processes run it (docs/operations.md "Container image").
+  const builders = Object.entries(services).filter(([, service]) => service.build !== undefined)
+  if (builders.length !== 1) problems.push(`the image is built by ${builders.length} services (${builders.map(([name]) => name).join(", ")}), not once`)
+  const builtImage = builders[0]?.[1].image
+  if (builders[0] !== undefined && builtImage === undefined) problems.push(`${builders[0][0]}: builds the image without naming it (image:)`)
+  const ofImage = (service: Service) => service.build !== undefined || (builtImage !== undefined && service.image === builtImage)
+  for (const name of ["migrate", "api", "dispatcher"]) {
+    const service = services[name]
+    if (service !== undefined && !ofImage(service)) problems.push(`${name}: does not run the image the file builds (${builtImage ?? "none"})`)
+  }
   const migrate = services["migrate"]
   if (migrate !== undefined) {
     if (dependsOn(migrate, "postgres") !== "service_healthy") problems.push("migrate: does not wait for postgres service_healthy")
@@ -93,8 +105,8 @@ const composeProblems = (compose: ComposeFile): ReadonlyArray<string> => {
   }
   const ports = { api: "PORT", dispatcher: "DISPATCHER_PORT" } as const
   for (const [name, service] of Object.entries(services)) {
-    if (service.build === undefined) continue
-    // Built from this repository's image: a command of the image, documented settings only.
+    if (!ofImage(service)) continue
+    // This repository's image: a command of the image, documented settings only.
     const command = argv(service.command)
     const { file } = nodeCommand(command)
     if (command[0] !== "node" || file === undefined) {
@@ -114,16 +126,23 @@ const composeProblems = (compose: ComposeFile): ReadonlyArray<string> => {
     if (service === undefined) continue
     const port = serviceEnv(service)[setting] ?? imageEnv[setting]
     if (port === undefined) problems.push(`${name}: ${setting} is set neither here nor in the image`)
-    else if (!publishedTargets(service).includes(Number(port))) problems.push(`${name}: does not publish ${setting} ${port}`)
+    else if (name === "api" && !publishedTargets(service).includes(Number(port))) problems.push(`${name}: does not publish ${setting} ${port}`)
     const test = argv(service.healthcheck?.test).join(" ")
     if (!test.includes("/health/ready")) problems.push(`${name}: health check does not ask /health/ready`)
     if (!test.includes(`process.env.${setting}`) && !test.includes(`:${port}/`)) problems.push(`${name}: health check does not ask ${setting}`)
+  }
+  // Only the API's port leaves compose's network: not PostgreSQL's, not the dispatcher's health routes, not /metrics.
+  const apiPort = Number((services["api"] === undefined ? undefined : serviceEnv(services["api"])["PORT"]) ?? imageEnv["PORT"])
+  for (const [name, service] of Object.entries(services)) {
+    for (const target of publishedTargets(service)) {
+      if (!(name === "api" && target === apiPort)) problems.push(`${name}: publishes ${target} (only the API's PORT is published)`)
+    }
   }
   // The processes' DATABASE_URL names the postgres service, with its user, password and database.
   const pg = postgres === undefined ? {} : serviceEnv(postgres)
   for (const [name, service] of Object.entries(services)) {
     const url = serviceEnv(service)["DATABASE_URL"]
-    if (service.build === undefined || url === undefined) continue
+    if (!ofImage(service) || url === undefined) continue
     const parsed = new URL(url)
     const expected = `postgres://${pg["POSTGRES_USER"]}:${pg["POSTGRES_PASSWORD"]}@postgres:5432/${pg["POSTGRES_DB"]}`
     if (`${parsed.protocol}//${parsed.username}:${parsed.password}@${parsed.host}${parsed.pathname}` !== expected) {
@@ -154,7 +173,7 @@ describe("docker-compose.yml", () => {
       assert.isFalse(validate(mutated((c) => (c.services["migrate"]!["depends_on"] = { postgres: { condition: "healthy" } }))))
     }))
 
-  it.effect("starts in order, checks health on /health/ready, publishes both ports, sets only documented settings", () =>
+  it.effect("one image built once, starts in order, checks health on /health/ready, publishes only the API's port, sets only documented settings", () =>
     Effect.sync(() => {
       const validate = validator()
       const compose = loadCompose()
@@ -174,8 +193,17 @@ describe("docker-compose.yml", () => {
         ["postgres: no named volume", mutated((c) => delete c.services["postgres"]!["volumes"])],
         ["api: health check does not ask /health/ready", mutated((c) => (c.services["api"]!["healthcheck"] = { test: ["CMD", "node", "-e", "fetch('http://127.0.0.1:' + process.env.PORT + '/health/live')"] }))],
         ["dispatcher: health check does not ask DISPATCHER_PORT", mutated((c) => (c.services["dispatcher"]!["healthcheck"] = { test: ["CMD", "node", "-e", "fetch('http://127.0.0.1:' + process.env.PORT + '/health/ready')"] }))],
-        ["dispatcher: does not publish DISPATCHER_PORT", mutated((c) => delete c.services["dispatcher"]!["ports"])],
+        ["dispatcher: publishes 3001", mutated((c) => (c.services["dispatcher"]!["ports"] = ["3001:3001"]))],
+        ["postgres: publishes 5432", mutated((c) => (c.services["postgres"]!["ports"] = ["127.0.0.1:5432:5432"]))],
+        ["api: publishes 9464", mutated((c) => (c.services["api"]!["ports"] = ["3000:3000", "9464:9464"]))],
         ["api: does not publish PORT", mutated((c) => (c.services["api"]!["ports"] = ["8080:8080"]))],
+        ["the image is built by 3 services", mutated((c) => {
+          c.services["api"]!["build"] = "."
+          c.services["dispatcher"]!["build"] = "."
+        })],
+        ["the image is built by 0 services", mutated((c) => delete c.services["migrate"]!["build"])],
+        ["migrate: builds the image without naming it", mutated((c) => delete c.services["migrate"]!["image"])],
+        ["dispatcher: does not run the image the file builds", mutated((c) => (c.services["dispatcher"]!["image"] = "node:24-slim"))],
         ["api: command names apps/api/src/server.ts", mutated((c) => (c.services["api"]!["command"] = ["node", "apps/api/src/server.ts"]))],
         ["migrate: command names bench/run.ts, which is not in the image", mutated((c) => (c.services["migrate"]!["command"] = ["node", "bench/run.ts"]))],
         ["api: DB_URL is not a setting", mutated((c) => ((c.services["api"]!["environment"] as Record<string, string>)["DB_URL"] = "x"))],

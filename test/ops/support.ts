@@ -402,3 +402,68 @@ export const documentedSettings = (): ReadonlySet<string> => {
   }
   return names
 }
+
+// ---------------------------------------------------------------------------
+// docs/operations.md "Container image": the commands it tells an operator to run
+
+/**
+ * A command line split into words as a POSIX shell would, for the plain lines the docs show:
+ * blanks separate words, single quotes keep everything, double quotes keep all but `\"` and
+ * `\\`, a backslash outside quotes escapes the next character. Anything that needs a real shell
+ * (`$`, a backquote, `|`, `;`, `&`, `<`, `>` outside single quotes) is refused.
+ */
+export const shellWords = (line: string): ReadonlyArray<string> => {
+  const result: Array<string> = []
+  let word: string | undefined
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i]!
+    if (c === " " || c === "\t") {
+      if (word !== undefined) result.push(word)
+      word = undefined
+    } else if (c === "'") {
+      const end = line.indexOf("'", i + 1)
+      if (end === -1) throw new Error(`unterminated ' in: ${line}`)
+      word = (word ?? "") + line.slice(i + 1, end)
+      i = end
+    } else if (c === "\"") {
+      word ??= ""
+      for (i++; i < line.length && line[i] !== "\""; i++) {
+        if (line[i] === "\\" && (line[i + 1] === "\"" || line[i + 1] === "\\")) i++
+        else if (line[i] === "$" || line[i] === "`") throw new Error(`a shell expansion in: ${line}`)
+        word += line[i]
+      }
+      if (i >= line.length) throw new Error(`unterminated " in: ${line}`)
+    } else if (c === "\\") {
+      word = (word ?? "") + (line[++i] ?? "")
+    } else if ("$`|;&<>".includes(c)) {
+      throw new Error(`"${c}" needs a shell: ${line}`)
+    } else {
+      word = (word ?? "") + c
+    }
+  }
+  if (word !== undefined) result.push(word)
+  return result
+}
+
+/** The text of the `### Container image` section of docs/operations.md. */
+export const containerImageSection = (): string => {
+  const text = readRepoFile("docs/operations.md")
+  const start = text.indexOf("\n### Container image\n")
+  if (start === -1) throw new Error(`docs/operations.md: no "Container image" section`)
+  const next = text.slice(start + 1).search(/\n##+ /)
+  return next === -1 ? text.slice(start) : text.slice(start, start + 1 + next)
+}
+
+/** Each `docker compose run --rm <service> <command…>` line of the section's sh blocks: the service and the command's words. */
+export const documentedComposeRuns = (): ReadonlyArray<{ readonly service: string; readonly command: ReadonlyArray<string> }> =>
+  [...containerImageSection().matchAll(/^```sh\n([\s\S]*?)^```$/gmu)]
+    .flatMap((block) => (block[1] ?? "").split("\n"))
+    .filter((line) => line.startsWith("docker compose run "))
+    .map((line) => {
+      const words = shellWords(line)
+      const [docker, compose, run, rm, service, ...command] = words
+      if (docker !== "docker" || compose !== "compose" || run !== "run" || rm !== "--rm" || service === undefined) {
+        throw new Error(`not "docker compose run --rm <service> …": ${line}`)
+      }
+      return { service, command }
+    })

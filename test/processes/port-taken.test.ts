@@ -7,20 +7,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as Net from "node:net"
-import { entryPoints, lines, run } from "../support/Processes.ts"
+import { entryPoints, heldPort, lines, run } from "../support/Processes.ts"
 
-/** A port on 127.0.0.1 held by the test until the scope closes. */
-const heldPort = Effect.acquireRelease(
-  Effect.callback<Net.Server>((resume) => {
-    const server = Net.createServer()
-    server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
-  }),
-  (server) => Effect.callback<void>((resume) => void server.close(() => resume(Effect.void)))
-).pipe(Effect.map((server) => {
-  const address = server.address()
-  return address !== null && typeof address === "object" ? address.port : 0
-}))
 
 describe("start:api with its port taken", () => {
   it.live.each(["json", "pretty"] as const)("LOG_FORMAT=%s: one error line on stderr, no listening line, exit 1", (format) =>

@@ -2,7 +2,8 @@
  * How the processes start and stop (docs/operations.md "Settings",
  * docs/development.md "Runtime"): settings are read once and a malformed one stops the process
  * with one line naming it; the dispatcher stops cleanly on SIGTERM;
- * `npm run migrate` is idempotent.
+ * `npm run migrate` is idempotent. The processes started here listen on
+ * port 0, never a fixed port, so files running side by side cannot collide.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { IDEMPOTENCY_WAIT } from "@school/api/IdempotentWrite"
@@ -170,7 +171,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("processes against a da
       const database = yield* TestDatabase
       const result = yield* runUntil(
         entryPoints.dispatcher,
-        { DATABASE_URL: database.url, LOG_FORMAT: "json" },
+        { DATABASE_URL: database.url, DISPATCHER_PORT: "0", LOG_FORMAT: "json" },
         "dispatcher ready",
         "SIGTERM",
         () => Effect.void
@@ -182,7 +183,13 @@ layer(TestDatabase.layer, { excludeTestServices: true })("processes against a da
   it.effect("the dispatcher exits 0 on SIGINT too", () =>
     Effect.gen(function*() {
       const database = yield* TestDatabase
-      const result = yield* runUntil(entryPoints.dispatcher, { DATABASE_URL: database.url }, "dispatcher ready", "SIGINT", () => Effect.void)
+      const result = yield* runUntil(
+        entryPoints.dispatcher,
+        { DATABASE_URL: database.url, DISPATCHER_PORT: "0" },
+        "dispatcher ready",
+        "SIGINT",
+        () => Effect.void
+      )
       assert.isTrue(result.becameReady, result.stderr)
       assert.strictEqual(result.code, 0, result.stderr)
     }))

@@ -6,6 +6,7 @@
 import { Deferred, Effect, Exit, Option } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
+import * as Net from "node:net"
 import { fileURLToPath } from "node:url"
 
 export const entryPoints = {
@@ -40,7 +41,8 @@ const settingNames: ReadonlyArray<string> = (() => {
   return names.filter((name) => name !== "" && name !== "TEST_DATABASE_URL")
 })()
 
-const environment = (env: Readonly<Record<string, string>>): NodeJS.ProcessEnv => {
+/** The tests' environment without the settings (see `settingNames`), plus `env`: a child's environment. */
+export const environment = (env: Readonly<Record<string, string>>): NodeJS.ProcessEnv => {
   const base: NodeJS.ProcessEnv = { ...process.env }
   for (const name of settingNames) delete base[name]
   return { ...base, ...env }
@@ -228,3 +230,15 @@ export const startDispatcher = (
         await dispatcher.exited
       })
   )
+
+/** A port on 127.0.0.1 held by the test until the scope closes (something else listens there). */
+export const heldPort = Effect.acquireRelease(
+  Effect.callback<Net.Server>((resume) => {
+    const server = Net.createServer()
+    server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+  }),
+  (server) => Effect.callback<void>((resume) => void server.close(() => resume(Effect.void)))
+).pipe(Effect.map((server) => {
+  const address = server.address()
+  return address !== null && typeof address === "object" ? address.port : 0
+}))

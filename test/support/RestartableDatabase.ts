@@ -12,6 +12,7 @@ import { Effect, Exit, Scope } from "effect"
 import * as Fs from "node:fs/promises"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { embeddedBinaries } from "./TestPostgres.ts"
 
 export interface RunningDatabase {
   readonly url: string
@@ -27,10 +28,12 @@ export const restartableDatabase = (prefix: string) =>
       (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
     )
     const port = yield* freePort
+    // The binaries of the run's own server (TEST_POSTGRES_VERSION, docs/operations.md "PostgreSQL versions").
+    const binaries = yield* Effect.orDie(embeddedBinaries)
     const outer = yield* Scope.Scope
     const start: Effect.Effect<RunningDatabase> = Effect.gen(function*() {
       const scope = yield* Scope.fork(outer)
-      const database = yield* embedded({ dataDir, persistent: true, durable: false, port }).pipe(
+      const database = yield* embedded({ dataDir, persistent: true, durable: false, port, binaries }).pipe(
         Scope.provide(scope),
         Effect.orDie
       )

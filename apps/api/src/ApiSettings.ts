@@ -4,7 +4,8 @@
  * (libs/runtime/src/Settings.ts `layer`), so a malformed one stops the
  * process with one line before it does anything; the docs test holds the
  * table of docs/operations.md "Settings" to this list and the other
- * processes' lists.
+ * processes' lists. METRICS_PORT (a listener of its own for /metrics,
+ * apps/api/src/Metrics.ts) comes with SERVING: the dispatcher reads it too.
  */
 import type { Setting } from "@school/runtime/SettingKinds"
 import { PORT, SERVING } from "@school/runtime/Settings"

@@ -3,8 +3,9 @@
  * public envelope too (docs/decisions.md "Requests and responses"): unknown
  * routes (404 not_found), a known path with the wrong method (405 with
  * `Allow`), oversized bodies (413), non-JSON bodies (415), a database that
- * is away or over its bounds (503 service_unavailable with `Retry-After`),
- * and any unexpected failure (500 internal_error: logged here, never sent).
+ * is away, over its bounds or refuses the connection, or one that lacks
+ * migrations (503 service_unavailable with `Retry-After`), and any
+ * unexpected failure (500 internal_error: logged here, never sent).
  * First of all, a request HTTP/1.1 refuses (no Host, a Transfer-Encoding
  * other than chunked: apps/api/src/ParserErrors.ts) is 400 bad_request and
  * reaches no route.
@@ -15,7 +16,6 @@
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Predicate from "effect/Predicate"
 import { SqlError } from "effect/sql/SqlError"
 import * as FindMyWay from "effect/http/FindMyWay"
 import * as HttpRouter from "effect/http/HttpRouter"
@@ -26,6 +26,7 @@ import * as HttpApi from "effect/http-api/HttpApi"
 import type { HttpApiGroup } from "effect/http-api"
 import { Errors } from "@school/domain"
 import * as BackOfficeErrors from "@school/domain/BackOfficeErrors"
+import { DatabaseStatus, refusalOf, sqlErrorIn, sqlStateOf } from "@school/runtime/DatabaseStatus"
 import { type EncodableError, errorResponse, JSON_CONTENT_TYPE } from "./ErrorResponse.ts"
 import { refusedRequest } from "./ParserErrors.ts"
 
@@ -115,14 +116,11 @@ export const RETRY_AFTER_SECONDS = 2
  * SQLSTATEs that say the server is going away or cannot take us now, which
  * the driver leaves unclassified: admin_shutdown, crash_shutdown,
  * cannot_connect_now, and class 53 (insufficient resources: too many
- * connections, out of memory, disk full).
+ * connections, out of memory, disk full). The refusals of a connection
+ * (libs/runtime/src/DatabaseStatus.ts `refusalOf`: the login, no such
+ * database, too many clients, starting up) are unavailable too.
  */
 const unavailableStates = new Set(["57P01", "57P02", "57P03"])
-
-const sqlStateOf = (error: SqlError): string | undefined => {
-  const cause = error.reason.cause
-  return Predicate.hasProperty(cause, "code") && typeof cause.code === "string" ? cause.code : undefined
-}
 
 /**
  * Whether a failed request failed because the database is away or over its
@@ -130,7 +128,9 @@ const sqlStateOf = (error: SqlError): string | undefined => {
  * responses"): no connection (refused, reset, no free one within
  * DATABASE_ACQUIRE_TIMEOUT, which Sql.ts reports as a ConnectionError), a
  * statement past DATABASE_STATEMENT_TIMEOUT or a lock wait past its bound,
- * the server shutting down or out of resources. Every other SqlError stays a
+ * the server shutting down or out of resources, the server refusing the
+ * connection (a login it refuses, no such database: a configuration the
+ * operator fixes while the process waits). Every other SqlError stays a
  * 500. The one place that decides it.
  */
 export const isDatabaseUnavailable = (cause: Cause.Cause<unknown>): boolean =>
@@ -144,18 +144,19 @@ export const isDatabaseUnavailable = (cause: Cause.Cause<unknown>): boolean =>
         return true
       default: {
         const state = sqlStateOf(error)
-        return state !== undefined && (unavailableStates.has(state) || state.startsWith("53"))
+        return state !== undefined && (unavailableStates.has(state) || state.startsWith("53") || refusalOf(error) !== undefined)
       }
     }
   })
 
-const serviceUnavailable = (path: string) =>
-  errorResponse(
-    new (rowsFor(path).ServiceUnavailable)({
-      message: "The database is unavailable. Try again later.",
-      headers: { "retry-after": RETRY_AFTER_SECONDS }
-    })
-  )
+/** 503 service_unavailable with `Retry-After` in the envelope of the path's API. */
+export const unavailableError = (path: string): EncodableError =>
+  new (rowsFor(path).ServiceUnavailable)({
+    message: "The database is unavailable. Try again later.",
+    headers: { "retry-after": RETRY_AFTER_SECONDS }
+  })
+
+const serviceUnavailable = (path: string) => errorResponse(unavailableError(path))
 
 const isRouteNotFound = (cause: Cause.Cause<unknown>) =>
   cause.reasons.some((reason) =>
@@ -194,6 +195,18 @@ export const ErrorEnvelope = (allowedMethods: (path: string) => ReadonlyArray<st
       const cause = exit.cause
       if (Cause.hasInterruptsOnly(cause)) return yield* Effect.failCause(cause)
       if (isRouteNotFound(cause)) return yield* noRoute
+      const sqlError = sqlErrorIn(cause)
+      if (sqlError !== undefined) {
+        // A refusal, or a database without the migrations this code needs, is the process's state:
+        // logged once when it begins (libs/runtime/src/DatabaseStatus.ts), not per request.
+        const status = yield* DatabaseStatus
+        const refused = refusalOf(sqlError)
+        if (refused !== undefined) {
+          yield* status.failed({ _tag: "Refused", ...refused })
+          return serviceUnavailable(path)
+        }
+        if ((yield* status.current)._tag === "Behind") return serviceUnavailable(path)
+      }
       if (isDatabaseUnavailable(cause)) {
         yield* Effect.logWarning("request failed: the database is unavailable", cause)
         return serviceUnavailable(path)

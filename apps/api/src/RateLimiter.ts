@@ -123,9 +123,12 @@ export class RateLimiter extends Context.Service<RateLimiter, {
       }
 
       if (Option.isSome(window)) {
+        // Its stop is logged once until it listens again, not at every retry (docs/operations.md "Database away").
+        let stopLogged = false
         const listen = Effect.scoped(Effect.gen(function*() {
           const invalidations = yield* notifications.rateLimitInvalidations
           listening = true
+          stopLogged = false
           yield* Stream.runForEach(invalidations, (schoolId) => Effect.sync(() => invalidate(schoolId)))
         })).pipe(
           Effect.ensuring(Effect.sync(() => {
@@ -133,9 +136,11 @@ export class RateLimiter extends Context.Service<RateLimiter, {
             epoch++
             blocks.clear()
           })),
-          Effect.catchCause((cause) =>
-            Effect.logWarning("rate limit: the invalidation listener stopped; local blocks are off until it is back", cause)
-          ),
+          Effect.catchCause((cause) => {
+            if (stopLogged) return Effect.void
+            stopLogged = true
+            return Effect.logWarning("rate limit: the invalidation listener stopped; local blocks are off until it is back", cause)
+          }),
           Effect.andThen(Effect.sleep(Duration.seconds(1))),
           Effect.forever
         )

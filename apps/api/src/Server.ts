@@ -57,7 +57,7 @@ import { LeadsHandlersNoDeps } from "./http/Leads.ts"
 import { PaymentsHandlersNoDeps } from "./http/Payments.ts"
 import { StudentsHandlersNoDeps } from "./http/Students.ts"
 import { PANEL_ROUTES, PanelRoutes } from "./http/Panel.ts"
-import { ReferencePage } from "./http/Reference.ts"
+import { OpenApiDocument, ReferencePage } from "./http/Reference.ts"
 import { IdempotentWriteLive } from "./IdempotentWrite.ts"
 import { METRICS_ROUTES, MetricsRoute } from "./Metrics.ts"
 import { onClientError } from "./ParserErrors.ts"
@@ -168,7 +168,7 @@ export const serveMiddleware = <E, R>(httpApp: Effect.Effect<HttpServerResponse.
  * somewhere else (the benchmark's full-middleware server) provides first.
  */
 export const AppRoutesNoDeps = Layer.mergeAll(
-  HttpApiBuilder.layer(PublicApi, { openapiPath: OPENAPI_PATH }).pipe(
+  HttpApiBuilder.layer(PublicApi).pipe(
     Layer.provide([
       StudentsHandlersNoDeps,
       PaymentsHandlersNoDeps,
@@ -180,7 +180,7 @@ export const AppRoutesNoDeps = Layer.mergeAll(
     ]),
     Layer.provide([AuthenticationLive, RequireWriteScopeLive, IdempotentWriteLive, RequestValidationLive])
   ),
-  HttpApiBuilder.layer(BackOfficeApi, { openapiPath: BACK_OFFICE_OPENAPI_PATH }).pipe(
+  HttpApiBuilder.layer(BackOfficeApi).pipe(
     Layer.provide([
       LoginHandlersNoDeps,
       SessionsHandlersNoDeps,
@@ -194,7 +194,9 @@ export const AppRoutesNoDeps = Layer.mergeAll(
     // One SignInGuard for sign-in and the password change: one queue per address and one set of hash slots.
     Layer.provide([SessionAuthenticationLive, BackOfficeValidationLive, RoleCheckLive, RateLimiter.layer, SignInGuard.layer])
   ),
-  // The reference pages, Scalar inlined (apps/api/src/http/Reference.ts).
+  // The OpenAPI documents and the reference pages, Scalar inlined, compressed (apps/api/src/http/Reference.ts).
+  OpenApiDocument(PublicApi, OPENAPI_PATH),
+  OpenApiDocument(BackOfficeApi, BACK_OFFICE_OPENAPI_PATH),
   ReferencePage(PublicApi, DOCS_PATH),
   ReferencePage(BackOfficeApi, BACK_OFFICE_DOCS_PATH),
   HealthRoutes,
@@ -224,12 +226,16 @@ export const createApiServer = (shutdownTimeout: Duration.Duration): Server => {
   return closeWhenIdle(server, shutdownTimeout)
 }
 
-/** The API's Node server, listening on HOST:PORT and closing by SHUTDOWN_TIMEOUT (docs/operations.md "Settings"). */
-export const ApiHttpServer = Layer.unwrap(Effect.gen(function*() {
+/**
+ * The API's Node server, listening on HOST:PORT and closing by
+ * SHUTDOWN_TIMEOUT (docs/operations.md "Settings"); `prepare` adds to the
+ * Node server before it listens (main.ts: the answers until the routes serve).
+ */
+export const apiHttpServer = (prepare: (server: Server) => Server = (server) => server) => Layer.unwrap(Effect.gen(function*() {
   const host = yield* HOST
   const port = yield* PORT
   const shutdownTimeout = yield* SHUTDOWN_TIMEOUT
-  return NodeHttpServer.layer(() => createApiServer(shutdownTimeout), {
+  return NodeHttpServer.layer(() => prepare(createApiServer(shutdownTimeout)), {
     port,
     host,
     // Our server cuts what is left at SHUTDOWN_TIMEOUT; Effect's own wait (20 s by default) must not give up first.
@@ -237,18 +243,27 @@ export const ApiHttpServer = Layer.unwrap(Effect.gen(function*() {
   })
 }))
 
+export const ApiHttpServer = apiHttpServer()
+
+/**
+ * The routes served on an HTTP server given (main.ts builds the listening
+ * one first), with the access log, the idempotency and session purge jobs
+ * and the development-key warning; needs the repositories and the pool.
+ */
+export const ServeLayerNoDeps = Layer.mergeAll(
+  HttpRouter.serve(AppRoutesNoDeps, { disableLogger: true, middleware: serveMiddleware }),
+  IdempotencyPurge,
+  SessionPurge,
+  DevelopmentKeyWarning
+).pipe(Layer.provide(RequestSpanNames))
+
 /**
  * The HTTP server, listening, with the access log, the idempotency and
  * session purge jobs and the development-key warning; needs the repositories
  * (`Repositories`) and the pool. The benchmark's full-middleware server
  * provides a different Students repository here.
  */
-export const ServerLayerNoDeps = Layer.mergeAll(
-  HttpRouter.serve(AppRoutesNoDeps, { disableLogger: true, middleware: serveMiddleware }),
-  IdempotencyPurge,
-  SessionPurge,
-  DevelopmentKeyWarning
-).pipe(Layer.provide(ApiHttpServer), Layer.provide(RequestSpanNames))
+export const ServerLayerNoDeps = ServeLayerNoDeps.pipe(Layer.provide(ApiHttpServer))
 
 /** The API's pool against DATABASE_URL, with its bounds (docs/operations.md "Settings"). */
 export const ApiSqlLayer = Layer.unwrap(Effect.gen(function*() {

@@ -22,7 +22,10 @@ import * as Layer from "effect/Layer"
  */
 export const DATA_DIR = SettingKinds.optional("DATA_DIR", SettingKinds.path)
 
-/** Connects (SELECT 1) before the command runs, so an unreachable database is one clear line. */
+/**
+ * Connects (and reads the server's version) before the command runs, so an unreachable database,
+ * or one older than PostgreSQL 15 (docs/operations.md "PostgreSQL versions"), is one clear line.
+ */
 const connect = (url: string) =>
   Layer.effectDiscard(checkConnection(url)).pipe(
     Layer.provideMerge(Sql.layer({ url, maxConnections: 2, applicationName: "school-cli" }))

@@ -279,7 +279,7 @@ const program = Command.runWith(cli, { version: "1.0.0" })(process.argv.slice(2)
   }),
   Effect.catchTag("SqlError", (error) => refused(`cannot reach the database: ${error.message}`)),
   Effect.provide([NodeServices.layer, presenter]),
-  Effect.provide(Settings.layer(CliSettings))
+  Effect.provide(Settings.layer(CliSettings, "cli"))
 )
 
 runMain(program)

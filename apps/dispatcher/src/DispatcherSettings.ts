@@ -6,10 +6,11 @@
  * test holds the table of docs/operations.md "Settings" to this list and
  * the other processes' lists. SHUTDOWN_TIMEOUT is the API's bound, checked
  * here too with SHUTDOWN_DELAY: a shutdown setting is checked by both
- * processes that shut down gracefully.
+ * processes that shut down gracefully. METRICS_PORT (a listener of its own
+ * for /metrics) comes with SERVING: the API reads it too.
  */
 import type { Setting } from "@school/runtime/SettingKinds"
-import { SERVING } from "@school/runtime/Settings"
+import { DISPATCHER_PORT, SERVING } from "@school/runtime/Settings"
 import {
   DELIVERY_RETENTION,
   DISPATCHER_CONCURRENCY,
@@ -17,7 +18,6 @@ import {
   WEBHOOK_RETRY_DELAYS,
   WEBHOOK_TIMEOUT
 } from "./Dispatcher.ts"
-import { DISPATCHER_PORT } from "./Health.ts"
 
 export const DispatcherSettings: ReadonlyArray<Setting<unknown>> = [
   ...SERVING,

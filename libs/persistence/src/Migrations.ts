@@ -5,8 +5,11 @@
  * takes the next free id (`docs/schema.sql` shows what they build together).
  */
 import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
 import * as Migrator from "effect/sql/Migrator"
 import * as SqlClient from "effect/sql/SqlClient"
+import type { SqlError } from "effect/sql/SqlError"
 import * as Core from "./migrations/0001_core.ts"
 import * as Writes from "./migrations/0100_writes.ts"
 import * as RateLimits from "./migrations/0200_rate_limits.ts"
@@ -51,3 +54,33 @@ export const migrations = {
 export const runMigrations = Migrator.make({})({
   loader: Migrator.fromRecord(migrations)
 })
+
+/** The highest migration id a database has applied, as one row (none applied: null). */
+const LatestRow = Schema.Struct({ latest: Schema.NullOr(Schema.Number) })
+const decodeLatest = Schema.decodeUnknownEffect(LatestRow)
+
+/** PostgreSQL's undefined_table: the migrator's table does not exist, so nothing was applied. */
+const isUndefinedTable = (error: SqlError): boolean => {
+  const cause = error.reason.cause
+  return Predicate.hasProperty(cause, "code") && cause.code === "42P01"
+}
+
+/**
+ * The migrations this code expects that the database lacks, in order (none:
+ * up to date): exactly what `npm run migrate` would apply. The migrator
+ * records each applied migration as a row (`migration_id`, `name`) of
+ * `effect_sql_migrations` and applies only the ids above the highest one
+ * recorded (a database without that table has applied none), so those are
+ * the missing ones. One round trip; the readiness of both processes asks it
+ * (docs/operations.md "Process endpoints").
+ */
+export const missingMigrations: Effect.Effect<ReadonlyArray<string>, SqlError, SqlClient.SqlClient> = Effect.gen(
+  function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql`SELECT max(migration_id) AS latest FROM effect_sql_migrations`.pipe(
+      Effect.catchIf(isUndefinedTable, () => Effect.succeed([{ latest: null }]))
+    )
+    const { latest } = yield* Effect.orDie(decodeLatest(rows[0]))
+    return Object.keys(migrations).filter((key) => Number(key.slice(0, key.indexOf("_"))) > (latest ?? 0))
+  }
+)

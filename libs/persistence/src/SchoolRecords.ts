@@ -68,6 +68,12 @@ const MarkOutcome = Schema.Struct({
 })
 const decodeMarkOutcome = Schema.decodeUnknownEffect(MarkOutcome)
 const decodeMark = Schema.decodeUnknownEffect(Rules.AttendanceMark)
+/**
+ * The most runs of the attendance statement for one mark: a second run
+ * always finds the mark a concurrent first one inserted; a third and more
+ * only if marks were deleted in between.
+ */
+const MARK_ATTEMPTS = 5
 
 /** What the payment statement found: the references, and whether the balance was raised. */
 const PaymentOutcome = Schema.Struct({
@@ -311,23 +317,42 @@ export class SchoolRecords extends Context.Service<SchoolRecords, {
         lessonId: Rules.LessonId,
         mark: { readonly studentId: number; readonly visitStatus: Rules.VisitStatus }
       ) {
-        // Concurrent marks of one student at one lesson serialize on the
-        // attendance row (ON CONFLICT waits for the other's row), and
-        // `first_attended_at` is set once by the table's trigger (migration
-        // 0540), so exactly one mark sees it go from unset to set: the one
-        // that raises lesson.completed (Rules.raisesLessonCompleted).
-        const rows = yield* sql`
+        // docs/decisions.md "Writes": lesson.completed once per lesson and student. `first_attended_at`
+        // is set once by the table's trigger (migration 0540); the mark that sees it go from unset to
+        // set raises the event (Rules.raisesLessonCompleted). The statement reads the mark as it
+        // stands and writes it in one go, in SQL PostgreSQL 15 runs (docs/operations.md "PostgreSQL
+        // versions"):
+        // - `prev` locks the pair's mark (FOR UPDATE): a concurrent mark of the same pair waits there
+        //   until this one commits, then reads what it wrote (under READ COMMITTED a locked row is
+        //   read in its newest version), so exactly one of them sees `first_attended_at` unset;
+        // - with a mark there, `upd` rewrites it and compares with `prev`; without one, `ins` writes
+        //   the first mark, or nothing when a concurrent mark inserted it after this statement's
+        //   snapshot (ON CONFLICT DO NOTHING waits for that one to commit). Then nothing was
+        //   written and the statement runs again: its new snapshot sees that mark, and `prev` locks it.
+        const statement = sql`
           WITH l AS (
             SELECT id, group_id, filial_id, teacher_id FROM lessons WHERE school_id = ${schoolId} AND id = ${lessonId}::int
           ), st AS (
             SELECT id FROM students WHERE school_id = ${schoolId} AND id = ${mark.studentId}::int
-          ), m AS (
-            INSERT INTO attendance AS a (school_id, lesson_id, student_id, visit_status, marked_at)
+          ), prev AS (
+            SELECT first_attended_at FROM attendance
+            WHERE school_id = ${schoolId} AND lesson_id = ${lessonId}::int AND student_id = ${mark.studentId}::int
+            FOR UPDATE
+          ), upd AS (
+            UPDATE attendance AS a SET visit_status = ${mark.visitStatus}::smallint, marked_at = clock_timestamp()
+            FROM prev
+            WHERE a.school_id = ${schoolId} AND a.lesson_id = ${lessonId}::int AND a.student_id = ${mark.studentId}::int
+            RETURNING a.lesson_id, a.student_id, a.visit_status, a.marked_at, a.first_attended_at,
+                      prev.first_attended_at IS NULL AND a.first_attended_at IS NOT NULL AS completes
+          ), ins AS (
+            INSERT INTO attendance (school_id, lesson_id, student_id, visit_status, marked_at)
             SELECT ${schoolId}, l.id, st.id, ${mark.visitStatus}::smallint, clock_timestamp() FROM l, st
-            ON CONFLICT (school_id, lesson_id, student_id)
-              DO UPDATE SET visit_status = EXCLUDED.visit_status, marked_at = EXCLUDED.marked_at
-            RETURNING new.lesson_id, new.student_id, new.visit_status, new.marked_at, new.first_attended_at,
-                      old.first_attended_at IS NULL AND new.first_attended_at IS NOT NULL AS completes
+            WHERE NOT EXISTS (SELECT 1 FROM prev)
+            ON CONFLICT (school_id, lesson_id, student_id) DO NOTHING
+            RETURNING lesson_id, student_id, visit_status, marked_at, first_attended_at,
+                      first_attended_at IS NOT NULL AS completes
+          ), m AS (
+            SELECT * FROM upd UNION ALL SELECT * FROM ins
           ), event AS (
             ${
           insertEvents(sql, {
@@ -345,15 +370,22 @@ export class SchoolRecords extends Context.Service<SchoolRecords, {
                  m.lesson_id, m.student_id, l.group_id, m.visit_status, api_ts(m.marked_at) AS marked_at,
                  api_ts(m.first_attended_at) AS first_attended_at
           FROM (VALUES (1)) AS one (x) LEFT JOIN m ON true LEFT JOIN l ON true`.pipe(Effect.orDie)
-        // One row always: VALUES (1) LEFT JOIN the mark.
-        const outcome = yield* Effect.orDie(decodeMarkOutcome(rows[0]))
-        if (!outcome.lesson_found) return yield* new DomainErrors.LessonNotFound({ lessonId })
-        if (!outcome.student_found) {
-          return yield* new DomainErrors.ReferencesNotFound({
-            references: [{ field: "student_id", entity: "student", id: mark.studentId }]
-          })
+        // One row always: VALUES (1) LEFT JOIN the mark. A run that lost the race to insert the
+        // pair's first mark wrote nothing; the next one finds that mark (MARK_ATTEMPTS bounds it).
+        for (let attempt = 1;; attempt++) {
+          const rows = yield* statement
+          const outcome = yield* Effect.orDie(decodeMarkOutcome(rows[0]))
+          if (!outcome.lesson_found) return yield* new DomainErrors.LessonNotFound({ lessonId })
+          if (!outcome.student_found) {
+            return yield* new DomainErrors.ReferencesNotFound({
+              references: [{ field: "student_id", entity: "student", id: mark.studentId }]
+            })
+          }
+          if (outcome.lesson_id !== null) return yield* Effect.orDie(decodeMark(rows[0]))
+          if (attempt >= MARK_ATTEMPTS) {
+            return yield* Effect.die(new Error(`SchoolRecords.markAttendance: no mark written in ${MARK_ATTEMPTS} attempts`))
+          }
         }
-        return yield* Effect.orDie(decodeMark(rows[0]))
       })
 
       const decodePayment = Schema.decodeUnknownEffect(PaymentRow)

@@ -10,10 +10,13 @@
  * (a test's receiver, another dispatcher) can take it; only another caller
  * drawing the same number could, one chance in thousands. Where the range
  * cannot be read, the system's own `listen(0)` choice is used. And the one
- * line a process writes when it cannot listen (`cannotListen`).
+ * line a process writes when it cannot listen (`cannotListen`), and a plain
+ * node:http server listening for as long as a scope lives (`listenUntilClosed`).
  */
+import type { Scope } from "effect"
 import * as Effect from "effect/Effect"
 import * as Fs from "node:fs"
+import type * as Http from "node:http"
 import * as Net from "node:net"
 import { AlreadyLogged } from "./Reported.ts"
 
@@ -84,3 +87,25 @@ export const cannotListen = (options: {
   const message = `cannot listen on ${address}: ${why}`
   return Effect.andThen(Effect.logError(message), Effect.fail(new AlreadyLogged({ message })))
 }
+
+/**
+ * `server` listening on `host:port` (0: any free port) until the scope
+ * closes, then closed with its connections cut; the port it listens on. An
+ * address it cannot listen on fails with the system's error (`cannotListen`
+ * says it in one line).
+ */
+export const listenUntilClosed = (server: Http.Server, host: string, port: number): Effect.Effect<number, Error, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.callback<number, Error>((resume) => {
+      server.once("error", (error) => resume(Effect.fail(error)))
+      server.listen(port, host, () => {
+        const address = server.address()
+        resume(Effect.succeed(address !== null && typeof address === "object" ? address.port : port))
+      })
+    }),
+    () =>
+      Effect.callback<void>((resume) => {
+        server.close(() => resume(Effect.void))
+        server.closeAllConnections()
+      })
+  )

@@ -29,8 +29,23 @@ export const DATABASE_URL = SettingKinds.optional("DATABASE_URL", SettingKinds.p
 /** `HOST`: where the API and the dispatcher listen. */
 export const HOST = SettingKinds.make("HOST", SettingKinds.host, "127.0.0.1")
 
-/** `PORT`: the API's port (`npm start` waits for the API on it). */
+/** `PORT`: the API's port (`npm start` checks it is free before it starts anything). */
 export const PORT = SettingKinds.make("PORT", SettingKinds.integer(1, 65535), 3000)
+
+/**
+ * `DISPATCHER_PORT` (docs/operations.md "Settings"): the dispatcher's own
+ * listener on HOST (apps/dispatcher/src/Health.ts); 0: any free port. Read
+ * by the dispatcher and by `npm start`, which checks it is free first.
+ */
+export const DISPATCHER_PORT = SettingKinds.make("DISPATCHER_PORT", SettingKinds.integer(0, 65535), 3001)
+
+/**
+ * `METRICS_PORT` (docs/operations.md "Metrics"): None, `/metrics` on the
+ * process's own port; else a listener of its own on HOST serves `/metrics`
+ * and the process's own port answers 404 there (libs/runtime/src/Metrics.ts
+ * `serveSeparately`). Read by the API, the dispatcher and `npm start`.
+ */
+export const METRICS_PORT = SettingKinds.optional("METRICS_PORT", SettingKinds.integer(1, 65535))
 
 export const LOG_LEVEL = SettingKinds.make("LOG_LEVEL", SettingKinds.logLevel, "Info")
 
@@ -69,21 +84,65 @@ export const SHUTDOWN_TIMEOUT = SettingKinds.make("SHUTDOWN_TIMEOUT", SettingKin
 export const WEBHOOK_ALLOW_INSECURE_URLS = SettingKinds.make("WEBHOOK_ALLOW_INSECURE_URLS", SettingKinds.boolean, false)
 
 /**
+ * `NODE_ENV` (docs/operations.md "Settings"): `production`, which the
+ * container image sets, refuses what is for development only (a missing
+ * WEBHOOK_SECRET_KEY); any other value, or none, is development.
+ */
+export const NODE_ENV = SettingKinds.make(
+  "NODE_ENV",
+  SettingKinds.kind(Schema.String, "any text", (text) => Option.some(text.trim())),
+  "development"
+)
+
+/** Whether the process runs in production (NODE_ENV=production). */
+export const isProduction: Effect.Effect<boolean, InvalidSetting> = Effect.map(NODE_ENV.asEffect(), (env) => env === "production")
+
+/**
+ * An optional setting that production requires: unset (or empty) under
+ * NODE_ENV=production, it fails like a malformed one, with one line naming
+ * it (docs/development.md "Runtime"); in development it stays None.
+ */
+class RequiredInProduction<A> extends SettingKinds.Setting<Option.Option<A>> {
+  readonly expected: string
+  constructor(setting: Setting<Option.Option<A>>, expected: string) {
+    super(setting.name, setting.config, setting.secret)
+    this.expected = expected
+  }
+  override asEffect(): Effect.Effect<Option.Option<A>, InvalidSetting> {
+    const { expected, name } = this
+    return Effect.flatMap(super.asEffect(), (value): Effect.Effect<Option.Option<A>, InvalidSetting> =>
+      Option.isSome(value)
+        ? Effect.succeed(value)
+        : Effect.flatMap(isProduction, (production) =>
+          production
+            ? Effect.fail(new InvalidSetting({ setting: name, expected: `${expected} (required when NODE_ENV=production)`, got: "" }))
+            : Effect.succeed(value)))
+  }
+}
+
+const WEBHOOK_SECRET_KEY_SYNTAX = "the base64 of 32 bytes, e.g. from openssl rand -base64 32"
+
+/**
  * `WEBHOOK_SECRET_KEY` (base64 of 32 bytes): encrypts webhook secrets at
  * rest (the API) and decrypts them to sign (the dispatcher); None: the
- * development key. A malformed one is reported without its text.
+ * development key, which production (NODE_ENV=production) refuses: the
+ * process stops at start with one line naming the setting. A malformed one
+ * is reported without its text.
  */
-export const WEBHOOK_SECRET_KEY = SettingKinds.optional(
-  "WEBHOOK_SECRET_KEY",
-  SettingKinds.kind(Schema.Uint8Array, "the base64 of 32 bytes, e.g. from openssl rand -base64 32", parseWebhookSecretKey),
-  { secret: true }
+export const WEBHOOK_SECRET_KEY = new RequiredInProduction(
+  SettingKinds.optional(
+    "WEBHOOK_SECRET_KEY",
+    SettingKinds.kind(Schema.Uint8Array, WEBHOOK_SECRET_KEY_SYNTAX, parseWebhookSecretKey),
+    { secret: true }
+  ),
+  WEBHOOK_SECRET_KEY_SYNTAX
 )
 
 /** DATABASE_URL where the process cannot do without one; unset, it stops with `expected` as the reason. */
 /**
  * What both serving processes (the API and the dispatcher) read beside their
  * own settings: the database, the listen host, logging, shutdown, the webhook
- * secrets' key and receivers' rule, and traces.
+ * secrets' key and receivers' rule, traces, and where `/metrics` is served.
  */
 export const SERVING: ReadonlyArray<Setting<unknown>> = [
   DATABASE_URL,
@@ -91,13 +150,15 @@ export const SERVING: ReadonlyArray<Setting<unknown>> = [
   LOG_LEVEL,
   LOG_FORMAT,
   WEBHOOK_ALLOW_INSECURE_URLS,
+  NODE_ENV,
   WEBHOOK_SECRET_KEY,
   DATABASE_STATEMENT_TIMEOUT,
   DATABASE_ACQUIRE_TIMEOUT,
   SHUTDOWN_DELAY,
   SHUTDOWN_TIMEOUT,
   OTEL_EXPORTER_OTLP_ENDPOINT,
-  OTEL_SERVICE_NAME
+  OTEL_SERVICE_NAME,
+  METRICS_PORT
 ]
 
 export const requiredDatabaseUrl = (expected: string): Effect.Effect<string, InvalidSetting> =>
@@ -113,10 +174,11 @@ export const requiredDatabaseUrl = (expected: string): Effect.Effect<string, Inv
  * The start of a process (docs/development.md "Runtime"): checks every
  * setting it reads (`settings`, the process's list), the first malformed
  * one fails, then installs the logger LOG_LEVEL and LOG_FORMAT ask for for
- * everything above.
+ * everything above, its JSON lines naming `service` (docs/operations.md
+ * "Log lines").
  */
-export const layer = (settings: Iterable<Setting<unknown>>): Layer.Layer<never, InvalidSetting> =>
+export const layer = (settings: Iterable<Setting<unknown>>, service: Logging.Service): Layer.Layer<never, InvalidSetting> =>
   Layer.unwrap(Effect.gen(function*() {
     yield* SettingKinds.checkAll(settings)
-    return Logging.layer({ logLevel: yield* LOG_LEVEL, logFormat: yield* LOG_FORMAT })
+    return Logging.layer({ logLevel: yield* LOG_LEVEL, logFormat: yield* LOG_FORMAT, service })
   }))

@@ -10,17 +10,22 @@
  * call that starts it), computed from the page as served, so nothing else
  * runs, not even an injected inline script; styles may be inline, as Scalar
  * writes its own at run time; everything else is this origin or nothing.
- * The page is the same until the process restarts: `no-cache` with an ETag,
- * answered 304 when it matches, so a reload does not fetch 3 MB again.
+ * The page is the same until the process restarts: it is sent compressed
+ * (brotli or gzip, compressed once), `no-cache` with an ETag per coding,
+ * answered 304 when it matches, so a reload does not fetch it again
+ * (apps/api/src/http/CompressedBody.ts). The OpenAPI documents are served
+ * the same way, here too.
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as HttpRouter from "effect/http/HttpRouter"
-import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import type { HttpApi, HttpApiGroup } from "effect/http-api"
 import * as HttpApiScalar from "effect/http-api/HttpApiScalar"
+import * as OpenApi from "effect/http-api/OpenApi"
 import { createHash } from "node:crypto"
+import * as CompressedBody from "./CompressedBody.ts"
 
 /**
  * Scalar's settings: its default fonts come from fonts.scalar.com, so the
@@ -61,63 +66,35 @@ export const inlineScripts = (html: string): ReadonlyArray<string> =>
 export const scriptHash = (script: string): string =>
   `sha256-${createHash("sha256").update(script, "utf8").digest("base64")}`
 
-/** The headers of one page's answers, from its HTML. */
+/** The security headers of one page's answers, from its HTML (the caching headers are CompressedBody's). */
 export const pageHeaders = (html: string): Readonly<Record<string, string>> => ({
   "content-security-policy": contentSecurityPolicy(inlineScripts(html).map(scriptHash)),
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
   "x-frame-options": "DENY",
   "cross-origin-opener-policy": "same-origin",
-  "cross-origin-resource-policy": "same-origin",
-  "cache-control": "no-cache",
-  etag: `"${createHash("sha256").update(html, "utf8").digest("base64url").slice(0, 22)}"`
+  "cross-origin-resource-policy": "same-origin"
 })
 
-/** What a page answers: the page (bytes only, with its headers) and the 304 for its ETag. */
-interface Served {
-  readonly page: HttpServerResponse.HttpServerResponse
-  readonly notModified: HttpServerResponse.HttpServerResponse
-  readonly etag: string
-}
+/**
+ * How the pages and the documents may be cached: kept, but revalidated on
+ * every use (a 304 of a few hundred bytes when the ETag matches), so a
+ * reader sees the contract of the version now running as soon as it is
+ * deployed (docs/operations.md "Process endpoints").
+ */
+export const CACHE_CONTROL = "no-cache"
 
 /**
- * The page Scalar's layer built, as served from here on: its bytes with the
- * page's headers. The HTML is encoded once; a body of text would be
- * encoded again (3 MB) on every request.
+ * What a page serves, from the page Scalar's layer built: its HTML as bytes,
+ * with the page's security headers. Scalar's page is the same on every
+ * request (its layer builds it once), so it is asked for once and then let
+ * go: only the bytes stay (docs/decisions.md "API reference page": memory).
  */
-const served = (response: HttpServerResponse.HttpServerResponse): Served => {
+const pageSource = (response: HttpServerResponse.HttpServerResponse): CompressedBody.Source => {
   const body = response.body
   if (body._tag !== "Uint8Array") throw new Error(`the reference page's body is ${body._tag}, not bytes or text`)
   const html = body.text ?? new TextDecoder().decode(body.body)
-  const headers = pageHeaders(html)
-  return {
-    page: HttpServerResponse.uint8Array(Buffer.from(html, "utf8"), { contentType: body.contentType, headers }),
-    notModified: HttpServerResponse.empty({ status: 304, headers }),
-    etag: headers["etag"] ?? ""
-  }
-}
-
-/**
- * One route's answers with the page's headers. Scalar's page is the same
- * on every request (its layer builds it once), so it is asked for once and
- * then let go: only the bytes stay (docs/decisions.md "API reference
- * page": memory). 304 when the request's `If-None-Match` is the ETag.
- */
-const withPageHeaders = <E, R>(
-  handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
-): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> => {
-  let source: typeof handler | undefined = handler
-  let cached: Served | undefined
-  return Effect.gen(function*() {
-    if (cached === undefined && source !== undefined) {
-      const response = yield* source
-      cached ??= served(response)
-      source = undefined
-    }
-    if (cached === undefined) return yield* Effect.die(new Error("the reference page was not built"))
-    const request = yield* HttpServerRequest.HttpServerRequest
-    return request.headers["if-none-match"] === cached.etag ? cached.notModified : cached.page
-  })
+  return { bytes: Buffer.from(html, "utf8"), contentType: body.contentType, headers: pageHeaders(html) }
 }
 
 /**
@@ -134,8 +111,29 @@ const scalarPage = <Id extends string, Groups extends HttpApiGroup.Constraint>(
     Effect.flatMap(HttpRouter.toHttpEffect(HttpApiScalar.layer(api, { path, scalar: SCALAR_CONFIG })), (page) => page)
   ).pipe(Effect.orDie)
 
-/** The reference page of `api` at `path`, Scalar inlined, with its security headers. */
+/** The reference page of `api` at `path`, Scalar inlined, with its security headers, compressed. */
 export const ReferencePage = <Id extends string, Groups extends HttpApiGroup.Constraint>(
   api: HttpApi.HttpApi<Id, Groups>,
   path: `/${string}`
-): Layer.Layer<never, never, HttpRouter.HttpRouter> => HttpRouter.add("GET", path, withPageHeaders(scalarPage(api, path)))
+): Layer.Layer<never, never, HttpRouter.HttpRouter> =>
+  CompressedBody.route(path, Effect.map(scalarPage(api, path), pageSource), CACHE_CONTROL)
+
+/**
+ * The OpenAPI document of `api` at `path`, compressed: the bytes
+ * `HttpApiBuilder.layer(api, { openapiPath })` would send (`OpenApi.fromApi`
+ * as `HttpServerResponse.jsonUnsafe` encodes it, built on the first
+ * request), which this route replaces.
+ */
+export const OpenApiDocument = <Id extends string, Groups extends HttpApiGroup.Constraint>(
+  api: HttpApi.HttpApi<Id, Groups>,
+  path: `/${string}`
+): Layer.Layer<never, never, HttpRouter.HttpRouter> =>
+  CompressedBody.route(
+    path,
+    Effect.sync((): CompressedBody.Source => {
+      const body = HttpServerResponse.jsonUnsafe(OpenApi.fromApi(api)).body
+      if (body._tag !== "Uint8Array") throw new Error(`the OpenAPI document's body is ${body._tag}, not bytes`)
+      return { bytes: body.body, contentType: body.contentType, headers: {} }
+    }),
+    CACHE_CONTROL
+  )

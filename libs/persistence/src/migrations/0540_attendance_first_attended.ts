@@ -7,10 +7,10 @@
  *
  * `first_attended_at` is kept by a trigger, so every writer (the back
  * office, the demo seed) obeys it: set when a mark is 1 and it was unset,
- * never changed or cleared after. The back office compares the old and new
- * row (`RETURNING old.…, new.…`) to know whether its mark was the first
- * "attended"; concurrent marks of one student serialize on the row (the
- * INSERT … ON CONFLICT DO UPDATE waits for the other's row), so exactly one
+ * never changed or cleared after. The back office compares the row before
+ * and after its mark (libs/persistence/src/SchoolRecords.ts
+ * `markAttendance`) to know whether its mark was the first "attended";
+ * concurrent marks of one student serialize on the row lock, so exactly one
  * of them sees it unset.
  */
 export const statements: ReadonlyArray<string> = [
