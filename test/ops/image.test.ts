@@ -414,6 +414,13 @@ layer(ImageUnderTest.layer, { excludeTestServices: true })("the image's commands
         ["node", "apps/cli/src/main.ts", "schools", "create"],
         ["node", "apps/cli/src/main.ts", "keys", "create"]
       ])
+      // Without DATABASE_URL the CLI would start the embedded PostgreSQL, which the image has not: one line saying so.
+      const unset = yield* runToEnd(image, runs[0]!.command, containerEnv(image, runs[0]!.service, { DATABASE_URL: "" }))
+      assert.strictEqual(unset.code, 1, unset.output)
+      assert.strictEqual(unset.code, 1, unset.output)
+      assert.notInclude(unset.output, "    at ", "no stack trace")
+      assert.include(unset.output, "is not installed")
+      assert.include(unset.output, "set DATABASE_URL to a PostgreSQL server")
       const printed: Array<unknown> = []
       for (const { command, service: name } of runs) {
         const ran = yield* runToEnd(image, command, containerEnv(image, name, { DATABASE_URL: databaseUrl }))

