@@ -178,7 +178,7 @@ layer(TestServer.layer().pipe(Layer.provideMerge(TestDatabase.layer)), { exclude
         }
       }
       const json = yield* served(OPENAPI_PATH)
-      const reason = at(json, "components", "schemas", "UnauthorizedEncoded", "properties", "error", "properties", "fields", "properties", "reason")
+      const reason = at(json, "components", "schemas", "UnauthorizedError", "properties", "error", "properties", "fields", "properties", "reason")
       assert.deepStrictEqual(at(reason, "enum"), [...Errors.UnauthorizedReason.literals])
     }))
 

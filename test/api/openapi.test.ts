@@ -100,7 +100,7 @@ layer(TestServer.layer().pipe(Layer.provideMerge(TestDatabase.layer)), { exclude
       for (const code of ["validation_failed", "invalid_window", "window_too_large"]) {
         assert.include(JSON.stringify(doc.components.schemas) + lessons422, code)
       }
-      const unauthorized = Schema.decodeUnknownSync(EnvelopeSchema)(doc.components.schemas["UnauthorizedEncoded"])
+      const unauthorized = Schema.decodeUnknownSync(EnvelopeSchema)(doc.components.schemas["UnauthorizedError"])
       assert.deepStrictEqual(unauthorized.required, ["error"])
       // A 401 always says why (fields.reason, documentUnauthorizedReasons).
       assert.deepStrictEqual([...unauthorized.properties.error.required].sort(), ["code", "fields", "message"])

@@ -38,6 +38,23 @@ const settings = { withDefaultFonts: false, showDeveloperTools: "never" } as con
 export const SCALAR_CONFIG: HttpApiScalar.ScalarConfig = settings
 
 /**
+ * The security schemes a page selects for "Test Request", so it never says "No authentication
+ * selected": the public API's key (`bearer`), the back office's `Authorization: Session <token>`
+ * (`sessionToken`; a signed-in browser sends its cookie anyway). A page selects those its
+ * document has.
+ */
+export const PREFERRED_SECURITY_SCHEMES: ReadonlyArray<string> = ["bearer", "sessionToken"]
+
+/** Scalar's settings for the page of `api`: SCALAR_CONFIG with the preferred scheme its document has. */
+export const scalarConfig = <Id extends string, Groups extends HttpApiGroup.Constraint>(
+  api: HttpApi.HttpApi<Id, Groups>
+): HttpApiScalar.ScalarConfig => {
+  const schemes = Object.keys(OpenApi.fromApi(api).components.securitySchemes)
+  const preferred = PREFERRED_SECURITY_SCHEMES.find((scheme) => schemes.includes(scheme))
+  return preferred === undefined ? SCALAR_CONFIG : { ...SCALAR_CONFIG, authentication: { preferredSecurityScheme: preferred } }
+}
+
+/**
  * The policy, given the page's inline scripts' hashes: this origin only
  * (`connect-src 'self'` lets "Test Request" call this API), those scripts
  * only, inline styles, never framed, no base or form target.
@@ -108,7 +125,7 @@ const scalarPage = <Id extends string, Groups extends HttpApiGroup.Constraint>(
   path: `/${string}`
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest> =>
   Effect.scoped(
-    Effect.flatMap(HttpRouter.toHttpEffect(HttpApiScalar.layer(api, { path, scalar: SCALAR_CONFIG })), (page) => page)
+    Effect.flatMap(HttpRouter.toHttpEffect(HttpApiScalar.layer(api, { path, scalar: scalarConfig(api) })), (page) => page)
   ).pipe(Effect.orDie)
 
 /** The reference page of `api` at `path`, Scalar inlined, with its security headers, compressed. */

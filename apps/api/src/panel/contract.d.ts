@@ -15,7 +15,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Sign in: sets the crm_session cookie and returns the token */
+        /**
+         * Sign in: sets the crm_session cookie and returns the token
+         * @description Signs a member of staff in with their e-mail and password: sets the `crm_session` cookie and returns the token, for `Authorization: Session <token>`. A wrong e-mail and a wrong password are the same 401. After 5 failures in a row for one e-mail from one address (or 30 across e-mails), attempts from that address wait: 429 `TOO_MANY_ATTEMPTS` with `Retry-After` (docs/back-office.md "Signing in"). An employee has at most 20 live sessions: signing in once more ends the oldest.
+         */
         post: operations["login.create"];
         delete?: never;
         options?: never;
@@ -30,11 +33,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The signed-in employee and when the session expires */
+        /**
+         * The signed-in employee and when the session expires
+         * @description The caller's employee record (id, name, e-mail, role) and when the session expires. Any signed-in employee may call it; an unknown, ended or expired session is 401 `UNAUTHENTICATED`.
+         */
         get: operations["sessions.current"];
         put?: never;
         post?: never;
-        /** Sign out: the token stops working at once */
+        /**
+         * Sign out: the token stops working at once
+         * @description Ends the caller's session: the token stops working at once, on every API process, and the cookie is cleared.
+         */
         delete: operations["sessions.delete"];
         options?: never;
         head?: never;
@@ -50,7 +59,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Change your own password: every other session of yours ends at once, this one stays */
+        /**
+         * Change your own password: every other session of yours ends at once, this one stays
+         * @description Changes the caller's own password (`current_password`, `new_password` of at least 10 characters). A wrong `current_password` is 422 `VALIDATION_FAILED` on that field and counts like a failed sign-in (429 `TOO_MANY_ATTEMPTS` applies to both). On success every other session of the caller ends at once; this one goes on.
+         */
         post: operations["password.change"];
         delete?: never;
         options?: never;
@@ -65,10 +77,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The school's staff, by ascending id */
+        /**
+         * The school's staff, by ascending id
+         * @description Owner or administrator only. The school's staff by ascending id, paged, each with `disabled`.
+         */
         get: operations["employees.list"];
         put?: never;
-        /** Add a member of staff (administrator, manager or teacher); the e-mail is their login, unique across the service */
+        /**
+         * Add a member of staff (administrator, manager or teacher); the e-mail is their login, unique across the service
+         * @description Owner or administrator only (403 `FORBIDDEN` otherwise). Adds an administrator, manager or teacher; `owner` cannot be created this way. The password is at least 10 characters; an e-mail already in use is 409 `CONFLICT`.
+         */
         post: operations["employees.create"];
         delete?: never;
         options?: never;
@@ -89,7 +107,10 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Change a member of staff's role, or disable (ending their sessions at once) or enable them; nobody changes the owner */
+        /**
+         * Change a member of staff's role, or disable (ending their sessions at once) or enable them; nobody changes the owner
+         * @description Owner or administrator only. `{ role?, disabled? }`: any role but `owner` (422 `VALIDATION_FAILED`). The owner may change anyone but themselves, an administrator managers and teachers, nobody the owner: anything else is 403 `FORBIDDEN`; an id that is not the school's employee is 404 `NOT_FOUND`. Disabling ends every session of the employee at once; a new role applies from their next call.
+         */
         patch: operations["employees.update"];
         trace?: never;
     };
@@ -103,7 +124,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** End every session of a member of staff at once (who may: as for PATCH /employees/{id}) */
+        /**
+         * End every session of a member of staff at once (who may: as for PATCH /employees/{id})
+         * @description Ends every session of the employee without disabling them (they may sign in again), under the rules of `PATCH /employees/{id}` (403 `FORBIDDEN`, 404 `NOT_FOUND`), and says how many it ended.
+         */
         delete: operations["employees.endSessions"];
         options?: never;
         head?: never;
@@ -117,10 +141,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The school's keys, by ascending id (never their secrets) */
+        /**
+         * The school's keys, by ascending id (never their secrets)
+         * @description Owner or administrator only. The school's API keys by ascending id, paged, with their prefix, scope, expiry and revocation time; never a secret.
+         */
         get: operations["apiKeys.list"];
         put?: never;
-        /** Issue a key for the public API (Extended plan or above); the whole key is shown only here */
+        /**
+         * Issue a key for the public API (Extended plan or above); the whole key is shown only here
+         * @description Owner or administrator only. Issues a public API key with `scope` `read` or `write` and an optional `expires_at`; the whole key is in this answer only (only a hash of its secret is kept). A school below the Extended plan gets 403 `TARIFF_TOO_LOW`.
+         */
         post: operations["apiKeys.create"];
         delete?: never;
         options?: never;
@@ -138,7 +168,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke a key: it answers revoked_key on the public API from then on (a second revocation keeps the first time) */
+        /**
+         * Revoke a key: it answers revoked_key on the public API from then on (a second revocation keeps the first time)
+         * @description Owner or administrator only. Revokes the key at once, on every API process: its next public request is 401 `revoked_key`. A key that is not the school's is 404 `NOT_FOUND`.
+         */
         delete: operations["apiKeys.revoke"];
         options?: never;
         head?: never;
@@ -152,10 +185,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the school's subscriptions (never their secrets) */
+        /**
+         * List the school's subscriptions (never their secrets)
+         * @description Owner or administrator only. The school's webhook subscriptions by ascending id, paged; never a secret.
+         */
         get: operations["webhooks.list"];
         put?: never;
-        /** Subscribe a receiver URL to events; the secret is shown only here (409 past WEBHOOK_MAX_SUBSCRIPTIONS) */
+        /**
+         * Subscribe a receiver URL to events; the secret is shown only here (409 past WEBHOOK_MAX_SUBSCRIPTIONS)
+         * @description Owner or administrator only. Subscribes an HTTPS receiver on a public address to events of the catalog (docs/integrators.md "Event catalog"); a private or unresolvable address is 422 `VALIDATION_FAILED`. The signing `secret` is in this answer only. Past `WEBHOOK_MAX_SUBSCRIPTIONS` (20 by default, disabled ones included) the answer is 409 `CONFLICT` (docs/back-office.md "Webhook limits").
+         */
         post: operations["webhooks.create"];
         delete?: never;
         options?: never;
@@ -170,15 +209,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One subscription (never its secret) */
+        /**
+         * One subscription (never its secret)
+         * @description Owner or administrator only. One subscription with its status and events; a subscription that is not the school's is 404 `NOT_FOUND`.
+         */
         get: operations["webhooks.get"];
         put?: never;
         post?: never;
-        /** Delete the subscription with its secret, its pending deliveries and its journal */
+        /**
+         * Delete the subscription with its secret, its pending deliveries and its journal
+         * @description Owner or administrator only. Deletes the subscription, its secret, its pending deliveries and its journal; nothing more is sent to it.
+         */
         delete: operations["webhooks.delete"];
         options?: never;
         head?: never;
-        /** Change the URL, the events or both */
+        /**
+         * Change the URL, the events or both
+         * @description Owner or administrator only. Changes the receiver URL (the same address rules as at creation), the events, or both.
+         */
         patch: operations["webhooks.update"];
         trace?: never;
     };
@@ -191,7 +239,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Stop deliveries to the subscription; its journal is kept */
+        /**
+         * Stop deliveries to the subscription; its journal is kept
+         * @description Owner or administrator only. Disables the subscription: events it would have received are journaled `skipped`; its journal is kept.
+         */
         post: operations["webhooks.disable"];
         delete?: never;
         options?: never;
@@ -208,7 +259,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Resume deliveries to a disabled subscription */
+        /**
+         * Resume deliveries to a disabled subscription
+         * @description Owner or administrator only. Enables the subscription again; it sends nothing by itself (`POST /webhooks/{id}/recover` with `which: skipped` sends what was skipped meanwhile).
+         */
         post: operations["webhooks.enable"];
         delete?: never;
         options?: never;
@@ -225,7 +279,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Queue a webhook.test event to this subscription's current URL */
+        /**
+         * Queue a webhook.test event to this subscription's current URL
+         * @description Owner or administrator only. Queues a `webhook.test` delivery to the subscription's current URL. Test, resend and recover calls share a budget of `WEBHOOK_ACTIONS_PER_MINUTE` per subscription (10 by default): past it, 409 `CONFLICT` with the seconds to wait (docs/back-office.md "Webhook limits").
+         */
         post: operations["webhooks.test"];
         delete?: never;
         options?: never;
@@ -240,7 +297,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The journal: the last 50 deliveries, newest first */
+        /**
+         * The journal: the last 50 deliveries, newest first
+         * @description Owner or administrator only. The subscription's journal: its last 50 deliveries, newest first, with their status and attempts count.
+         */
         get: operations["webhooks.deliveries"];
         put?: never;
         post?: never;
@@ -257,7 +317,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One delivery with its body and every attempt */
+        /**
+         * One delivery with its body and every attempt
+         * @description Owner or administrator only. One delivery of the subscription with the body it sends and every attempt (status, answer, error, duration); 404 `NOT_FOUND` when either id is not the school's.
+         */
         get: operations["webhooks.delivery"];
         put?: never;
         post?: never;
@@ -276,7 +339,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Queue the same event again as a new delivery (same body) to the current URL */
+        /**
+         * Queue the same event again as a new delivery (same body) to the current URL
+         * @description Owner or administrator only. Queues the delivery's event again as a new delivery with the same body, to the subscription's current URL. Shares the per-subscription budget of test, resend and recover calls (409 `CONFLICT` past it).
+         */
         post: operations["webhooks.resend"];
         delete?: never;
         options?: never;
@@ -293,7 +359,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Queue again every delivery that ended failed (or was skipped) at or after since */
+        /**
+         * Queue again every delivery that ended failed (or was skipped) at or after since
+         * @description Owner or administrator only. Queues again every delivery of the subscription that ended `failed` (or, with `which: skipped`, was skipped) at or after `since`, and says how many. Shares the per-subscription budget of test, resend and recover calls (409 `CONFLICT` past it).
+         */
         post: operations["webhooks.recover"];
         delete?: never;
         options?: never;
@@ -310,7 +379,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Add a filial (branch) of the school */
+        /**
+         * Add a filial (branch) of the school
+         * @description Owner or administrator only. Adds a filial (branch) of the school.
+         */
         post: operations["reference.createFilial"];
         delete?: never;
         options?: never;
@@ -327,7 +399,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Add a subject */
+        /**
+         * Add a subject
+         * @description Owner or administrator only. Adds a subject of the school.
+         */
         post: operations["reference.createSubject"];
         delete?: never;
         options?: never;
@@ -344,7 +419,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Add a program, optionally of a subject of the school */
+        /**
+         * Add a program, optionally of a subject of the school
+         * @description Owner or administrator only. Adds a program; a `subject_id` that is not the school's is 422 `VALIDATION_FAILED`.
+         */
         post: operations["reference.createProgram"];
         delete?: never;
         options?: never;
@@ -361,7 +439,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Add a level, optionally of a program of the school */
+        /**
+         * Add a level, optionally of a program of the school
+         * @description Owner or administrator only. Adds a level; a `program_id` that is not the school's is 422 `VALIDATION_FAILED`.
+         */
         post: operations["reference.createLevel"];
         delete?: never;
         options?: never;
@@ -378,7 +459,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Add a group in a filial; every id it names must be the school's (a teacher: any employee of the school) */
+        /**
+         * Add a group in a filial; every id it names must be the school's (a teacher: any employee of the school)
+         * @description Owner or administrator only. Adds a group with its capacity in a filial; an id it names that is not the school's is 422 `VALIDATION_FAILED` on that field.
+         */
         post: operations["reference.createGroup"];
         delete?: never;
         options?: never;
@@ -395,7 +479,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Schedule a lesson of a group, in the group's filial (teacher: the one given, else the group's) */
+        /**
+         * Schedule a lesson of a group, in the group's filial (teacher: the one given, else the group's)
+         * @description Owner or administrator only. Schedules a lesson of a group, in the group's filial; an id that is not the school's is 422 `VALIDATION_FAILED` on that field.
+         */
         post: operations["reference.createLesson"];
         delete?: never;
         options?: never;
@@ -412,7 +499,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Register a student in a filial (emits student.created) */
+        /**
+         * Register a student in a filial (emits student.created)
+         * @description Full access or manager. Registers a student in a filial and sends `student.created` to the school's webhooks, in the same transaction.
+         */
         post: operations["students.createStudent"];
         delete?: never;
         options?: never;
@@ -429,7 +519,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Enroll the student into a group: the public enrollment's rules and race safety (emits group.enrolled) */
+        /**
+         * Enroll the student into a group: the public enrollment's rules and race safety (emits group.enrolled)
+         * @description Full access or manager. Enrolls the student into the group with the public API's rules: 404 `NOT_FOUND` for a student or group that is not the school's, 409 `GROUP_FULL` without a free place, 409 `ALREADY_ENROLLED`. Sends `group.enrolled`.
+         */
         post: operations["students.enroll"];
         delete?: never;
         options?: never;
@@ -446,7 +539,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Set a student's mark at a lesson (1 attended, 2 absent, 3 excused; again: replaces it). The first 1 emits lesson.completed */
+        /**
+         * Set a student's mark at a lesson (1 attended, 2 absent, 3 excused; again: replaces it). The first 1 emits lesson.completed
+         * @description Teachers and full access. Sets the student's `visit_status` at the lesson (1 attended, 2 absent, 3 excused); setting it again replaces it. The first 1 sends `lesson.completed`. A lesson that is not the school's is 404 `NOT_FOUND`.
+         */
         post: operations["students.markAttendance"];
         delete?: never;
         options?: never;
@@ -463,7 +559,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Post a payment: raises the student's balance (emits payment.received, in roubles) */
+        /**
+         * Post a payment: raises the student's balance (emits payment.received, in roubles)
+         * @description Full access or manager. Posts a payment in kopecks: raises the student's balance and `updated_at`, and sends `payment.received` (amount in roubles).
+         */
         post: operations["students.createPayment"];
         delete?: never;
         options?: never;
@@ -478,10 +577,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The school's general lead list, API leads included, by ascending id */
+        /**
+         * The school's general lead list, API leads included, by ascending id
+         * @description Full access or manager. The school's leads, those created through the public API included, by ascending id, paged.
+         */
         get: operations["leads.list"];
         put?: never;
-        /** Create a lead (emits lead.created; no funnel automation) */
+        /**
+         * Create a lead (emits lead.created; no funnel automation)
+         * @description Full access or manager. Creates a lead in the first status of its funnel and sends `lead.created`; creating a lead never runs a status's automatic task.
+         */
         post: operations["leads.create"];
         delete?: never;
         options?: never;
@@ -498,7 +603,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Move a lead to another status of its funnel: runs the status's automation (a task for the responsible and a notification to them) */
+        /**
+         * Move a lead to another status of its funnel: runs the status's automation (a task for the responsible and a notification to them)
+         * @description Full access or manager. Moves the lead into another status of its funnel; a status with an automatic task creates the task for the lead's responsible employee and a notification to them. A lead that is not the school's is 404 `NOT_FOUND`; a status of another funnel is 422 `VALIDATION_FAILED`.
+         */
         post: operations["leads.move"];
         delete?: never;
         options?: never;
@@ -513,10 +621,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The school's funnels with their statuses (by priority) */
+        /**
+         * The school's funnels with their statuses (by priority)
+         * @description Full access or manager. The school's funnels, each with its statuses in priority order.
+         */
         get: operations["leads.funnels"];
         put?: never;
-        /** Create a funnel with its statuses (distinct priorities, optional auto_task_title) */
+        /**
+         * Create a funnel with its statuses (distinct priorities, optional auto_task_title)
+         * @description Owner or administrator only. Creates a funnel with its statuses; priorities must be distinct, and a status may carry an `auto_task_title` (the task an explicit move into it creates).
+         */
         post: operations["leads.createFunnel"];
         delete?: never;
         options?: never;
@@ -531,7 +645,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's notifications, newest first; meta.unread counts the unread ones */
+        /**
+         * The caller's notifications, newest first; meta.unread counts the unread ones
+         * @description Any signed-in employee. The caller's own notifications, newest first, paged; `meta.unread` counts the unread ones (for a badge).
+         */
         get: operations["inbox.notifications"];
         put?: never;
         post?: never;
@@ -550,7 +667,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Mark one of the caller's notifications read (the first read time stays) */
+        /**
+         * Mark one of the caller's notifications read (the first read time stays)
+         * @description Any signed-in employee. Marks one of the caller's notifications read; marking it again keeps the first read time. Someone else's notification is 404 `NOT_FOUND`.
+         */
         post: operations["inbox.read"];
         delete?: never;
         options?: never;
@@ -565,7 +685,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Tasks assigned to the caller; full access sees every task of the school, unassigned ones included */
+        /**
+         * Tasks assigned to the caller; full access sees every task of the school, unassigned ones included
+         * @description Any signed-in employee. The tasks assigned to the caller, paged; the owner and administrators see every task of the school, unassigned ones included.
+         */
         get: operations["inbox.tasks"];
         put?: never;
         post?: never;
@@ -579,7 +702,7 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        BackOfficeServiceUnavailableEncoded: {
+        BackOfficeServiceUnavailableError: {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
@@ -589,7 +712,7 @@ export interface components {
                 [key: string]: string | string[];
             };
         };
-        BackOfficeUnauthenticatedEncoded: {
+        BackOfficeUnauthenticatedError: {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
@@ -599,17 +722,17 @@ export interface components {
                 [key: string]: string | string[];
             };
         };
-        BackOfficeValidationFailedEncoded: {
+        BackOfficeValidationFailedError: {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
             code: "VALIDATION_FAILED";
             message: string;
             fields?: {
-                [key: string]: string | string[];
+                [key: string]: string[];
             };
         };
-        BackOfficeForbiddenEncoded: {
+        BackOfficeForbiddenError: {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
@@ -641,7 +764,7 @@ export interface components {
              */
             created_at: string;
         };
-        BackOfficeNotFoundEncoded: {
+        BackOfficeNotFoundError: {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
@@ -677,7 +800,7 @@ export interface components {
             /** @description When it was first marked read; null: unread */
             read_at: string | null;
         };
-        BackOfficeUnsupportedMediaTypeEncoded: {
+        BackOfficeUnsupportedMediaTypeError: {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
@@ -687,7 +810,7 @@ export interface components {
                 [key: string]: string | string[];
             };
         };
-        BackOfficePayloadTooLargeEncoded: {
+        BackOfficePayloadTooLargeError: {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
@@ -927,7 +1050,7 @@ export interface components {
              */
             visit_status: 1 | 2 | 3;
         };
-        BackOfficeAlreadyEnrolledEncoded: {
+        BackOfficeAlreadyEnrolledError: {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
@@ -937,7 +1060,7 @@ export interface components {
                 [key: string]: string | string[];
             };
         };
-        BackOfficeGroupFullEncoded: {
+        BackOfficeGroupFullError: {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
@@ -1252,7 +1375,7 @@ export interface components {
             /** @description At most 1000 characters, trimmed; omitted, null or "": none */
             address?: string | null;
         };
-        BackOfficeTooManyAttemptsEncoded: {
+        BackOfficeTooManyAttemptsError: {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
@@ -1262,7 +1385,7 @@ export interface components {
                 [key: string]: string | string[];
             };
         };
-        BackOfficeConflictEncoded: {
+        BackOfficeConflictError: {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
@@ -1272,7 +1395,7 @@ export interface components {
                 [key: string]: string | string[];
             };
         };
-        BackOfficeTariffTooLowEncoded: {
+        BackOfficeTariffTooLowError: {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
@@ -1282,7 +1405,7 @@ export interface components {
                 [key: string]: string | string[];
             };
         };
-        BackOfficeInternalErrorEncoded: {
+        BackOfficeInternalError: {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
@@ -1292,7 +1415,7 @@ export interface components {
                 [key: string]: string | string[];
             };
         };
-        BackOfficeMethodNotAllowedEncoded: {
+        BackOfficeMethodNotAllowedError: {
             /** @enum {boolean} */
             success: false;
             /** @enum {string} */
@@ -1314,7 +1437,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["BackOfficeMethodNotAllowedEncoded"];
+                "application/json": components["schemas"]["BackOfficeMethodNotAllowedError"];
             };
         };
     };
@@ -1412,7 +1535,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficePayloadTooLarge */
@@ -1423,7 +1546,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeError"];
                 };
             };
             /** @description BackOfficeUnsupportedMediaType */
@@ -1434,7 +1557,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -1445,7 +1568,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description BackOfficeTooManyAttempts */
@@ -1457,7 +1580,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeTooManyAttemptsEncoded"];
+                    "application/json": components["schemas"]["BackOfficeTooManyAttemptsError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -1468,7 +1591,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -1480,7 +1603,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -1556,7 +1679,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -1567,7 +1690,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -1579,7 +1702,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -1623,7 +1746,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -1634,7 +1757,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -1645,7 +1768,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -1657,7 +1780,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -1714,7 +1837,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -1725,7 +1848,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficePayloadTooLarge */
@@ -1736,7 +1859,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeError"];
                 };
             };
             /** @description BackOfficeUnsupportedMediaType */
@@ -1747,7 +1870,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -1758,7 +1881,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description BackOfficeTooManyAttempts */
@@ -1770,7 +1893,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeTooManyAttemptsEncoded"];
+                    "application/json": components["schemas"]["BackOfficeTooManyAttemptsError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -1781,7 +1904,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -1793,7 +1916,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -1882,7 +2005,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -1893,7 +2016,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -1904,7 +2027,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -1915,7 +2038,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -1927,7 +2050,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -2015,7 +2138,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -2026,7 +2149,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeConflict */
@@ -2037,7 +2160,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeConflictEncoded"];
+                    "application/json": components["schemas"]["BackOfficeConflictError"];
                 };
             };
             /** @description BackOfficePayloadTooLarge */
@@ -2048,7 +2171,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeError"];
                 };
             };
             /** @description BackOfficeUnsupportedMediaType */
@@ -2059,7 +2182,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -2070,7 +2193,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -2081,7 +2204,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -2093,7 +2216,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -2174,7 +2297,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -2185,7 +2308,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeNotFound */
@@ -2196,7 +2319,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeNotFoundEncoded"];
+                    "application/json": components["schemas"]["BackOfficeNotFoundError"];
                 };
             };
             /** @description BackOfficePayloadTooLarge */
@@ -2207,7 +2330,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeError"];
                 };
             };
             /** @description BackOfficeUnsupportedMediaType */
@@ -2218,7 +2341,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -2229,7 +2352,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -2240,7 +2363,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -2252,7 +2375,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -2306,7 +2429,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -2317,7 +2440,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeNotFound */
@@ -2328,7 +2451,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeNotFoundEncoded"];
+                    "application/json": components["schemas"]["BackOfficeNotFoundError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -2339,7 +2462,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -2350,7 +2473,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -2362,7 +2485,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -2452,7 +2575,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -2463,7 +2586,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -2474,7 +2597,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -2485,7 +2608,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -2497,7 +2620,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -2591,7 +2714,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeTariffTooLow | BackOfficeForbidden */
@@ -2602,7 +2725,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeTariffTooLowEncoded"] | components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeTariffTooLowError"] | components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficePayloadTooLarge */
@@ -2613,7 +2736,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeError"];
                 };
             };
             /** @description BackOfficeUnsupportedMediaType */
@@ -2624,7 +2747,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -2635,7 +2758,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -2646,7 +2769,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -2658,7 +2781,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -2737,7 +2860,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -2748,7 +2871,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeNotFound */
@@ -2759,7 +2882,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeNotFoundEncoded"];
+                    "application/json": components["schemas"]["BackOfficeNotFoundError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -2770,7 +2893,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -2781,7 +2904,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -2793,7 +2916,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -2891,7 +3014,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -2902,7 +3025,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -2913,7 +3036,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -2924,7 +3047,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -2936,7 +3059,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -3032,7 +3155,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -3043,7 +3166,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeConflict */
@@ -3054,7 +3177,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeConflictEncoded"];
+                    "application/json": components["schemas"]["BackOfficeConflictError"];
                 };
             };
             /** @description BackOfficePayloadTooLarge */
@@ -3065,7 +3188,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeError"];
                 };
             };
             /** @description BackOfficeUnsupportedMediaType */
@@ -3076,7 +3199,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -3087,7 +3210,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -3098,7 +3221,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -3110,7 +3233,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -3200,7 +3323,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -3211,7 +3334,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeNotFound */
@@ -3222,7 +3345,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeNotFoundEncoded"];
+                    "application/json": components["schemas"]["BackOfficeNotFoundError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -3233,7 +3356,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -3244,7 +3367,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -3256,7 +3379,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -3310,7 +3433,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -3321,7 +3444,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeNotFound */
@@ -3332,7 +3455,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeNotFoundEncoded"];
+                    "application/json": components["schemas"]["BackOfficeNotFoundError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -3343,7 +3466,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -3354,7 +3477,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -3366,7 +3489,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -3473,7 +3596,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -3484,7 +3607,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeNotFound */
@@ -3495,7 +3618,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeNotFoundEncoded"];
+                    "application/json": components["schemas"]["BackOfficeNotFoundError"];
                 };
             };
             /** @description BackOfficePayloadTooLarge */
@@ -3506,7 +3629,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeError"];
                 };
             };
             /** @description BackOfficeUnsupportedMediaType */
@@ -3517,7 +3640,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -3528,7 +3651,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -3539,7 +3662,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -3551,7 +3674,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -3641,7 +3764,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -3652,7 +3775,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeNotFound */
@@ -3663,7 +3786,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeNotFoundEncoded"];
+                    "application/json": components["schemas"]["BackOfficeNotFoundError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -3674,7 +3797,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -3685,7 +3808,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -3697,7 +3820,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -3787,7 +3910,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -3798,7 +3921,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeNotFound */
@@ -3809,7 +3932,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeNotFoundEncoded"];
+                    "application/json": components["schemas"]["BackOfficeNotFoundError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -3820,7 +3943,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -3831,7 +3954,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -3843,7 +3966,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -3897,7 +4020,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -3908,7 +4031,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeNotFound */
@@ -3919,7 +4042,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeNotFoundEncoded"];
+                    "application/json": components["schemas"]["BackOfficeNotFoundError"];
                 };
             };
             /** @description BackOfficeConflict */
@@ -3930,7 +4053,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeConflictEncoded"];
+                    "application/json": components["schemas"]["BackOfficeConflictError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -3941,7 +4064,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description BackOfficeTooManyAttempts */
@@ -3953,7 +4076,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeTooManyAttemptsEncoded"];
+                    "application/json": components["schemas"]["BackOfficeTooManyAttemptsError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -3964,7 +4087,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -3976,7 +4099,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -4054,7 +4177,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -4065,7 +4188,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeNotFound */
@@ -4076,7 +4199,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeNotFoundEncoded"];
+                    "application/json": components["schemas"]["BackOfficeNotFoundError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -4087,7 +4210,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -4098,7 +4221,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -4110,7 +4233,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -4233,7 +4356,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -4244,7 +4367,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeNotFound */
@@ -4255,7 +4378,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeNotFoundEncoded"];
+                    "application/json": components["schemas"]["BackOfficeNotFoundError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -4266,7 +4389,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -4277,7 +4400,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -4289,7 +4412,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -4344,7 +4467,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -4355,7 +4478,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeNotFound */
@@ -4366,7 +4489,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeNotFoundEncoded"];
+                    "application/json": components["schemas"]["BackOfficeNotFoundError"];
                 };
             };
             /** @description BackOfficeConflict */
@@ -4377,7 +4500,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeConflictEncoded"];
+                    "application/json": components["schemas"]["BackOfficeConflictError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -4388,7 +4511,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description BackOfficeTooManyAttempts */
@@ -4400,7 +4523,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeTooManyAttemptsEncoded"];
+                    "application/json": components["schemas"]["BackOfficeTooManyAttemptsError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -4411,7 +4534,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -4423,7 +4546,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -4498,7 +4621,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -4509,7 +4632,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeNotFound */
@@ -4520,7 +4643,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeNotFoundEncoded"];
+                    "application/json": components["schemas"]["BackOfficeNotFoundError"];
                 };
             };
             /** @description BackOfficeConflict */
@@ -4531,7 +4654,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeConflictEncoded"];
+                    "application/json": components["schemas"]["BackOfficeConflictError"];
                 };
             };
             /** @description BackOfficePayloadTooLarge */
@@ -4542,7 +4665,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeError"];
                 };
             };
             /** @description BackOfficeUnsupportedMediaType */
@@ -4553,7 +4676,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -4564,7 +4687,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description BackOfficeTooManyAttempts */
@@ -4576,7 +4699,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeTooManyAttemptsEncoded"];
+                    "application/json": components["schemas"]["BackOfficeTooManyAttemptsError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -4587,7 +4710,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -4599,7 +4722,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -4656,7 +4779,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -4667,7 +4790,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficePayloadTooLarge */
@@ -4678,7 +4801,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeError"];
                 };
             };
             /** @description BackOfficeUnsupportedMediaType */
@@ -4689,7 +4812,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -4700,7 +4823,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -4711,7 +4834,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -4723,7 +4846,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -4778,7 +4901,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -4789,7 +4912,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficePayloadTooLarge */
@@ -4800,7 +4923,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeError"];
                 };
             };
             /** @description BackOfficeUnsupportedMediaType */
@@ -4811,7 +4934,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -4822,7 +4945,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -4833,7 +4956,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -4845,7 +4968,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -4902,7 +5025,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -4913,7 +5036,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficePayloadTooLarge */
@@ -4924,7 +5047,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeError"];
                 };
             };
             /** @description BackOfficeUnsupportedMediaType */
@@ -4935,7 +5058,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -4946,7 +5069,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -4957,7 +5080,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -4969,7 +5092,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -5026,7 +5149,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -5037,7 +5160,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficePayloadTooLarge */
@@ -5048,7 +5171,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeError"];
                 };
             };
             /** @description BackOfficeUnsupportedMediaType */
@@ -5059,7 +5182,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -5070,7 +5193,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -5081,7 +5204,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -5093,7 +5216,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -5162,7 +5285,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -5173,7 +5296,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficePayloadTooLarge */
@@ -5184,7 +5307,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeError"];
                 };
             };
             /** @description BackOfficeUnsupportedMediaType */
@@ -5195,7 +5318,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -5206,7 +5329,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -5217,7 +5340,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -5229,7 +5352,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -5293,7 +5416,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -5304,7 +5427,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficePayloadTooLarge */
@@ -5315,7 +5438,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeError"];
                 };
             };
             /** @description BackOfficeUnsupportedMediaType */
@@ -5326,7 +5449,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -5337,7 +5460,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -5348,7 +5471,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -5360,7 +5483,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -5433,7 +5556,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -5444,7 +5567,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficePayloadTooLarge */
@@ -5455,7 +5578,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeError"];
                 };
             };
             /** @description BackOfficeUnsupportedMediaType */
@@ -5466,7 +5589,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -5477,7 +5600,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -5488,7 +5611,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -5500,7 +5623,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -5559,7 +5682,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -5570,7 +5693,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeNotFound */
@@ -5581,7 +5704,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeNotFoundEncoded"];
+                    "application/json": components["schemas"]["BackOfficeNotFoundError"];
                 };
             };
             /** @description BackOfficeGroupFull | BackOfficeAlreadyEnrolled */
@@ -5592,7 +5715,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeGroupFullEncoded"] | components["schemas"]["BackOfficeAlreadyEnrolledEncoded"];
+                    "application/json": components["schemas"]["BackOfficeGroupFullError"] | components["schemas"]["BackOfficeAlreadyEnrolledError"];
                 };
             };
             /** @description BackOfficePayloadTooLarge */
@@ -5603,7 +5726,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeError"];
                 };
             };
             /** @description BackOfficeUnsupportedMediaType */
@@ -5614,7 +5737,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -5625,7 +5748,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -5636,7 +5759,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -5648,7 +5771,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -5710,7 +5833,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -5721,7 +5844,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeNotFound */
@@ -5732,7 +5855,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeNotFoundEncoded"];
+                    "application/json": components["schemas"]["BackOfficeNotFoundError"];
                 };
             };
             /** @description BackOfficePayloadTooLarge */
@@ -5743,7 +5866,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeError"];
                 };
             };
             /** @description BackOfficeUnsupportedMediaType */
@@ -5754,7 +5877,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -5765,7 +5888,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -5776,7 +5899,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -5788,7 +5911,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -5854,7 +5977,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -5865,7 +5988,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficePayloadTooLarge */
@@ -5876,7 +5999,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeError"];
                 };
             };
             /** @description BackOfficeUnsupportedMediaType */
@@ -5887,7 +6010,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -5898,7 +6021,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -5909,7 +6032,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -5921,7 +6044,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -5998,7 +6121,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -6009,7 +6132,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -6020,7 +6143,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -6031,7 +6154,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -6043,7 +6166,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -6110,7 +6233,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -6121,7 +6244,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficePayloadTooLarge */
@@ -6132,7 +6255,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeError"];
                 };
             };
             /** @description BackOfficeUnsupportedMediaType */
@@ -6143,7 +6266,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -6154,7 +6277,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -6165,7 +6288,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -6177,7 +6300,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -6241,7 +6364,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -6252,7 +6375,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeNotFound */
@@ -6263,7 +6386,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeNotFoundEncoded"];
+                    "application/json": components["schemas"]["BackOfficeNotFoundError"];
                 };
             };
             /** @description BackOfficePayloadTooLarge */
@@ -6274,7 +6397,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeError"];
                 };
             };
             /** @description BackOfficeUnsupportedMediaType */
@@ -6285,7 +6408,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -6296,7 +6419,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -6307,7 +6430,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -6319,7 +6442,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -6404,7 +6527,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -6415,7 +6538,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -6426,7 +6549,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -6437,7 +6560,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -6449,7 +6572,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -6530,7 +6653,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -6541,7 +6664,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficePayloadTooLarge */
@@ -6552,7 +6675,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficePayloadTooLargeEncoded"];
+                    "application/json": components["schemas"]["BackOfficePayloadTooLargeError"];
                 };
             };
             /** @description BackOfficeUnsupportedMediaType */
@@ -6563,7 +6686,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnsupportedMediaTypeError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -6574,7 +6697,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -6585,7 +6708,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -6597,7 +6720,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -6675,7 +6798,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -6686,7 +6809,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -6697,7 +6820,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -6709,7 +6832,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -6761,7 +6884,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeForbidden */
@@ -6772,7 +6895,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeForbiddenEncoded"];
+                    "application/json": components["schemas"]["BackOfficeForbiddenError"];
                 };
             };
             /** @description BackOfficeNotFound */
@@ -6783,7 +6906,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeNotFoundEncoded"];
+                    "application/json": components["schemas"]["BackOfficeNotFoundError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -6794,7 +6917,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -6805,7 +6928,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -6817,7 +6940,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };
@@ -6890,7 +7013,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeUnauthenticatedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeUnauthenticatedError"];
                 };
             };
             /** @description BackOfficeValidationFailed */
@@ -6901,7 +7024,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeValidationFailedEncoded"];
+                    "application/json": components["schemas"]["BackOfficeValidationFailedError"];
                 };
             };
             /** @description An unexpected failure: a generic message, never a stack or SQL text. Quote X-Request-Id. */
@@ -6912,7 +7035,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeInternalErrorEncoded"];
+                    "application/json": components["schemas"]["BackOfficeInternalError"];
                 };
             };
             /** @description BackOfficeServiceUnavailable */
@@ -6924,7 +7047,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackOfficeServiceUnavailableEncoded"];
+                    "application/json": components["schemas"]["BackOfficeServiceUnavailableError"];
                 };
             };
         };

@@ -16,9 +16,12 @@ import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
 import * as OpenApi from "effect/http-api/OpenApi"
 import * as Errors from "../BackOfficeErrors.ts"
 import { adjustDocument } from "./openapi/Document.ts"
-import { documentUnexpectedErrors, documentUnreachableStatus } from "./openapi/Errors.ts"
+import { documentListFields, documentUnexpectedErrors, documentUnreachableStatus } from "./openapi/Errors.ts"
 import { documentExamples } from "./openapi/Examples.ts"
 import { documentRequestId } from "./openapi/Headers.ts"
+import { documentContact, LICENSE } from "./openapi/Info.ts"
+import { BACK_OFFICE_LIMITS, documentLimits } from "./openapi/Limits.ts"
+import { nameComponents } from "./openapi/Names.ts"
 import { documentParameters } from "./openapi/Parameters.ts"
 import { documentSessionSecurity } from "./openapi/Security.ts"
 import { SERVERS } from "./openapi/Servers.ts"
@@ -43,13 +46,15 @@ export const CurrentSessionResponse = ok(CurrentSession)
 export const LogoutResponse = ok(Schema.Struct({}).annotate({ examples: [{}] }))
 
 /** Signing in: no session needed. */
-export class LoginGroup extends HttpApiGroup.make("login").add(
+export class LoginGroup extends HttpApiGroup.make("login")
+    .annotate(OpenApi.Description, "Signing in: the session cookie and token (docs/back-office.md \"Signing in\").").add(
   HttpApiEndpoint.post("create", "/sessions", {
     payload: LoginRequest,
     success: LoginResponse.pipe(HttpApiSchema.status(201)),
     // 503: sign-in looks the e-mail up like every other call (docs/decisions.md "Requests and responses").
     error: [Errors.Unauthenticated.envelope, Errors.TooManyAttempts.envelope, Errors.ServiceUnavailable.envelope, ...bodyRefusals]
   }).annotate(OpenApi.Summary, "Sign in: sets the crm_session cookie and returns the token")
+      .annotate(OpenApi.Description, "Signs a member of staff in with their e-mail and password: sets the `crm_session` cookie and returns the token, for `Authorization: Session <token>`. A wrong e-mail and a wrong password are the same 401. After 5 failures in a row for one e-mail from one address (or 30 across e-mails), attempts from that address wait: 429 `TOO_MANY_ATTEMPTS` with `Retry-After` (docs/back-office.md \"Signing in\"). An employee has at most 20 live sessions: signing in once more ends the oldest.")
 ).middleware(BackOfficeValidation) {}
 
 /**
@@ -57,13 +62,16 @@ export class LoginGroup extends HttpApiGroup.make("login").add(
  * nothing of the request is decoded and no 422 can come of it: the group has
  * no `BackOfficeValidation`.
  */
-export class SessionsGroup extends HttpApiGroup.make("sessions").add(
+export class SessionsGroup extends HttpApiGroup.make("sessions")
+    .annotate(OpenApi.Description, "The caller's session: who is signed in, signing out (docs/back-office.md \"Signing in\", \"Signing out\").").add(
   HttpApiEndpoint.get("current", "/sessions/current", { success: CurrentSessionResponse })
     .annotate(RequiredAccess, ANY_EMPLOYEE)
-    .annotate(OpenApi.Summary, "The signed-in employee and when the session expires"),
+    .annotate(OpenApi.Summary, "The signed-in employee and when the session expires")
+      .annotate(OpenApi.Description, "The caller's employee record (id, name, e-mail, role) and when the session expires. Any signed-in employee may call it; an unknown, ended or expired session is 401 `UNAUTHENTICATED`."),
   HttpApiEndpoint.delete("delete", "/sessions/current", { success: LogoutResponse })
     .annotate(RequiredAccess, ANY_EMPLOYEE)
     .annotate(OpenApi.Summary, "Sign out: the token stops working at once")
+      .annotate(OpenApi.Description, "Ends the caller's session: the token stops working at once, on every API process, and the cookie is cleared.")
 ).middleware(RoleCheck).middleware(SessionAuthentication) {}
 
 export const PasswordChangedResponse = ok(Schema.Struct({}).annotate({ examples: [{}] }))
@@ -74,7 +82,8 @@ export const PasswordChangedResponse = ok(Schema.Struct({}).annotate({ examples:
  * because its body is decoded (`BackOfficeValidation`), which the session
  * calls above have no use for.
  */
-export class PasswordGroup extends HttpApiGroup.make("password").add(
+export class PasswordGroup extends HttpApiGroup.make("password")
+    .annotate(OpenApi.Description, "Changing one's own password (docs/back-office.md \"Signing in\").").add(
   HttpApiEndpoint.post("change", "/sessions/current/password", {
     payload: ChangePasswordRequest,
     success: PasswordChangedResponse,
@@ -83,6 +92,7 @@ export class PasswordGroup extends HttpApiGroup.make("password").add(
   })
     .annotate(RequiredAccess, ANY_EMPLOYEE)
     .annotate(OpenApi.Summary, "Change your own password: every other session of yours ends at once, this one stays")
+      .annotate(OpenApi.Description, "Changes the caller's own password (`current_password`, `new_password` of at least 10 characters). A wrong `current_password` is 422 `VALIDATION_FAILED` on that field and counts like a failed sign-in (429 `TOO_MANY_ATTEMPTS` applies to both). On success every other session of the caller ends at once; this one goes on.")
 ).middleware(RoleCheck).middleware(BackOfficeValidation).middleware(SessionAuthentication) {}
 
 /** The contract's routes, read by the document's `documentParameters`. */
@@ -117,10 +127,14 @@ export class BackOfficeApi extends routes
     version: "1",
     description:
       "The school's own staff. Sign in with POST /sessions; then the crm_session cookie or " +
-      "`Authorization: Session <token>`. Errors use the envelope `{ success: false, code, message, fields? }`.",
+      "`Authorization: Session <token>`. Errors use the envelope `{ success: false, code, message, fields? }`.\n\n" +
+      "The guide, with the roles, every rule and its examples: `docs/back-office.md` in the service's repository; " +
+      "the rules' reasons: `docs/decisions.md`.",
+    license: LICENSE,
     servers: SERVERS,
     // What the document says beyond what HttpApi derives, in the order applied (./openapi/).
     transform: adjustDocument(flow(
+      documentContact({ name: "The operator of the service, who created the school and its owner" }),
       documentParameters(routes),
       documentSessionSecurity(routes, {
         cookieName: COOKIE_NAME,
@@ -129,7 +143,8 @@ export class BackOfficeApi extends routes
       documentUnreachableStatus(routes, 403, neverForbidden),
       documentUnexpectedErrors({ internalError: Errors.InternalError, methodNotAllowed: Errors.MethodNotAllowed }),
       documentRequestId,
-      documentExamples
+      documentExamples,
+      flow(documentLimits(BACK_OFFICE_LIMITS), documentListFields(["BackOfficeValidationFailedEncoded"]), nameComponents)
     ))
   }))
 {}

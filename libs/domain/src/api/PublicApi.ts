@@ -24,12 +24,16 @@ import { IsoInstant } from "../Timestamps.ts"
 import { Authentication, readStack, writeStack } from "./Middleware.ts"
 import { allowUnknownBodyFields } from "./openapi/Bodies.ts"
 import { adjustDocument, adjustOperation } from "./openapi/Document.ts"
-import { documentUnauthorizedReasons, documentUnexpectedErrors } from "./openapi/Errors.ts"
+import { documentListFields, documentUnauthorizedReasons, documentUnexpectedErrors } from "./openapi/Errors.ts"
 import { documentExamples } from "./openapi/Examples.ts"
 import { documentIdempotencyKey, documentRequestId } from "./openapi/Headers.ts"
+import { documentContact, LICENSE } from "./openapi/Info.ts"
+import { documentLimits, PUBLIC_LIMITS } from "./openapi/Limits.ts"
+import { nameComponents } from "./openapi/Names.ts"
 import { documentParameters } from "./openapi/Parameters.ts"
 import { lowerCaseHttpSchemes } from "./openapi/Security.ts"
 import { SERVERS } from "./openapi/Servers.ts"
+import { mergeTags } from "./openapi/Tags.ts"
 import { documentWebhooks } from "./openapi/Webhooks.ts"
 
 export const BASE_PATH = "/api/public/v1"
@@ -59,39 +63,47 @@ const updatedSince = Schema.optional(IsoInstant).annotate({
 const writeHeaders = { "idempotency-key": Idempotency.IdempotencyKey }
 
 export class StudentsGroup extends readStack(
-  HttpApiGroup.make("students").add(
+  HttpApiGroup.make("students")
+    .annotate(OpenApi.Description, "Students: the list and the card with active groups (docs/integrators.md \"Reading\").").add(
     HttpApiEndpoint.get("list", "/students", {
       query: listQuery({ ...pagination, updated_since: updatedSince }),
       success: list(Models.StudentListItem)
-    }).annotate(OpenApi.Summary, "List students"),
+    }).annotate(OpenApi.Summary, "List students")
+      .annotate(OpenApi.Description, "The school's students by ascending id, paged (docs/integrators.md \"Lists and pagination\"). List items have `active_groups: null`; `updated_since` keeps the students modified at or after an instant, for an incremental sync. A bad parameter is 422 `validation_failed`."),
     HttpApiEndpoint.get("get", "/students/:id", {
       params: { id: StudentIdFromPath },
       success: single(Models.StudentCard),
       error: Errors.NotFound.envelope
     }).annotate(OpenApi.Summary, "Get a student with their active groups")
+      .annotate(OpenApi.Description, "The student's card with `active_groups`: the student's active enrollments (`[]` if none). Another school's student, or an id that is no student, is 404 `not_found`; an id outside 1..2147483647 is 422 `validation_failed`.")
   )
 ) {}
 
 export class PaymentsGroup extends readStack(
-  HttpApiGroup.make("payments").add(
+  HttpApiGroup.make("payments")
+    .annotate(OpenApi.Description, "Payments, in whole kopecks (docs/integrators.md \"Reading\").").add(
     HttpApiEndpoint.get("list", "/payments", {
       query: listQuery({ ...pagination, updated_since: updatedSince }),
       success: list(Models.Payment)
     }).annotate(OpenApi.Summary, "List payments (amounts in whole kopecks)")
+      .annotate(OpenApi.Description, "The school's payments by ascending id, paged. `amount_kopecks` is money in whole kopecks; `payment_type` is one of `cash`, `card`, `transfer`, `online`; a payment without a group has `group_id: null`. `updated_since` keeps the payments modified at or after an instant.")
   )
 ) {}
 
 export class GroupsGroup extends readStack(
-  HttpApiGroup.make("groups").add(
+  HttpApiGroup.make("groups")
+    .annotate(OpenApi.Description, "Groups with capacity and free places (docs/integrators.md \"Reading\").").add(
     HttpApiEndpoint.get("list", "/groups", {
       query: listQuery(pagination),
       success: list(Models.Group)
     }).annotate(OpenApi.Summary, "List groups with capacity and free places")
+      .annotate(OpenApi.Description, "The school's groups by ascending id, paged, each with `capacity`, `enrolled_count` and `free_places`.")
   )
 ) {}
 
 export class LessonsGroup extends readStack(
-  HttpApiGroup.make("lessons").add(
+  HttpApiGroup.make("lessons")
+    .annotate(OpenApi.Description, "Lessons in a window of at most 92 days (docs/integrators.md \"Reading\").").add(
     HttpApiEndpoint.get("list", "/lessons", {
       query: listQuery({
         from: IsoDate.annotate({ description: "First day (YYYY-MM-DD, inclusive, UTC)" }),
@@ -101,48 +113,59 @@ export class LessonsGroup extends readStack(
       success: list(Models.Lesson),
       error: [Errors.InvalidWindow.envelope, Errors.WindowTooLarge.envelope]
     }).annotate(OpenApi.Summary, "List lessons starting in a window of days")
+      .annotate(OpenApi.Description, "The lessons whose start falls between `from` and `to` (both required, inclusive, compared on the lesson's start in UTC), paged. `to` before `from` is 422 `invalid_window`; more than 92 days apart is 422 `window_too_large`.")
   )
 ) {}
 
 export class ReferenceGroup extends readStack(
-  HttpApiGroup.make("reference").add(
+  HttpApiGroup.make("reference")
+    .annotate(OpenApi.Description, "Reference data: filials, subjects, programs, levels (docs/integrators.md \"Reading\").").add(
     HttpApiEndpoint.get("filials", "/filials", { query: listQuery(pagination), success: list(Models.Filial) })
-      .annotate(OpenApi.Summary, "List filials (branches)"),
+      .annotate(OpenApi.Summary, "List filials (branches)")
+      .annotate(OpenApi.Description, "Reference data: the school's filials (branches) by ascending id, paged."),
     HttpApiEndpoint.get("subjects", "/subjects", { query: listQuery(pagination), success: list(Models.Subject) })
-      .annotate(OpenApi.Summary, "List subjects"),
+      .annotate(OpenApi.Summary, "List subjects")
+      .annotate(OpenApi.Description, "Reference data: the school's subjects by ascending id, paged."),
     HttpApiEndpoint.get("programs", "/programs", { query: listQuery(pagination), success: list(Models.Program) })
-      .annotate(OpenApi.Summary, "List programs"),
+      .annotate(OpenApi.Summary, "List programs")
+      .annotate(OpenApi.Description, "Reference data: the school's programs by ascending id, paged."),
     HttpApiEndpoint.get("levels", "/levels", { query: listQuery(pagination), success: list(Models.Level) })
       .annotate(OpenApi.Summary, "List levels")
+      .annotate(OpenApi.Description, "Reference data: the school's levels by ascending id, paged.")
   )
 ) {}
 
 export class LeadsGroup extends writeStack(
-  HttpApiGroup.make("leads").add(
+  HttpApiGroup.make("leads")
+    .annotate(OpenApi.Description, "Leads: create one, placed in its funnel's first status (docs/integrators.md \"Writing\").").add(
     HttpApiEndpoint.post("create", "/leads", {
       headers: writeHeaders,
       payload: Leads.CreateLeadRequest,
       success: created(Leads.Lead),
       error: Errors.FunnelNotFound.envelope
     }).annotate(OpenApi.Summary, "Create a lead (emits lead.created)")
+      .annotate(OpenApi.Description, "Creates a lead in its funnel's first status (`funnel_id` omitted or 0: the main funnel) and sends `lead.created` to the school's webhooks. `phone` is required (5 to 20 digits, with `+ - ( )` and spaces allowed); `name` at most 255 characters, `comment` at most 4000, `source` at most 64 (default `api`), counted after trimming. Needs a `write` key (403 `insufficient_scope`) and an `Idempotency-Key` (422 `missing_idempotency_key` without one): a repeat with the same key within 24 hours replays the first answer with `Idempotent-Replayed: true`. A funnel that is not the school's is 422 `funnel_not_found`.")
       .annotate(OpenApi.Transform, adjustOperation(documentIdempotencyKey))
   )
 ) {}
 
 export class DemoLessonsGroup extends writeStack(
-  HttpApiGroup.make("demoLessons").add(
+  HttpApiGroup.make("demoLessons")
+    .annotate(OpenApi.Description, "Demo (trial) lessons for a student or a lead (docs/integrators.md \"Writing\").").add(
     HttpApiEndpoint.post("create", "/demo-lessons", {
       headers: writeHeaders,
       payload: DemoLessons.CreateDemoLessonRequest,
       success: created(DemoLessons.DemoLesson),
       error: [Errors.GroupNotFound.envelope, Errors.GroupFull.envelope]
     }).annotate(OpenApi.Summary, "Book a demo (trial) lesson for a student or a lead")
+      .annotate(OpenApi.Description, "Books a trial lesson in a group for exactly one of `user_id` (a student) or `lead_id` (a lead); neither or both is 422 `validation_failed`, as is an id that is not a student or lead of the school. The group needs a free place (409 `group_full`) but the demo does not take it; a group that is not the school's is 422 `group_not_found`. `comment` at most 4000 characters. Needs a `write` key and an `Idempotency-Key`; a repeat with the same key replays the first answer.")
       .annotate(OpenApi.Transform, adjustOperation(documentIdempotencyKey))
   )
 ) {}
 
 export class EnrollmentsGroup extends writeStack(
-  HttpApiGroup.make("enrollments").add(
+  HttpApiGroup.make("enrollments")
+    .annotate(OpenApi.Description, "Enrollments: who is in which group, and enrolling a student (docs/integrators.md \"Writing\", \"Keeping a copy in sync\").").add(
     HttpApiEndpoint.post("create", "/students/:id/groups", {
       params: { id: StudentIdFromPath },
       headers: writeHeaders,
@@ -155,6 +178,7 @@ export class EnrollmentsGroup extends writeStack(
         Errors.AlreadyEnrolled.envelope
       ]
     }).annotate(OpenApi.Summary, "Enroll a student into a group (emits group.enrolled)")
+      .annotate(OpenApi.Description, "Enrolls the student into the group, taking a free place, and sends `group.enrolled` to the school's webhooks; the answer's `id` is the enrollment. Refusals: 422 `student_not_found` or `group_not_found` (not the school's), 409 `group_full` or `already_enrolled`. Needs a `write` key and an `Idempotency-Key`; a repeat with the same key replays the first answer.")
       .annotate(OpenApi.Transform, adjustOperation(documentIdempotencyKey))
   )
 ) {}
@@ -165,11 +189,14 @@ export class EnrollmentsGroup extends writeStack(
  * per student. A group of its own, as the write beside it needs write scope.
  */
 export class EnrollmentListGroup extends readStack(
-  HttpApiGroup.make("enrollmentList").add(
+  HttpApiGroup.make("enrollmentList")
+    // One tag per resource: the enrollments' (./openapi/Tags.ts).
+    .annotate(OpenApi.Title, "enrollments").add(
     HttpApiEndpoint.get("list", "/enrollments", {
       query: listQuery(pagination),
       success: list(Enrollments.Enrollment)
     }).annotate(OpenApi.Summary, "List the school's active enrollments (who is in which group)")
+      .annotate(OpenApi.Description, "The school's active enrollments `{ id, student_id, group_id, enrolled_at }`, by ascending id, up to 100 a request: who is in which group, for a sync (docs/integrators.md \"Keeping a copy in sync\"). Needs a read key like every read.")
   )
 ) {}
 
@@ -194,10 +221,14 @@ export class PublicApi extends routes
     version: "1",
     description:
       "Read and write a school's data. Every request carries `Authorization: Bearer svc_<prefix>_<secret>`. " +
-      "Errors use the envelope `{ error: { code, message, fields? } }`.",
+      "Errors use the envelope `{ error: { code, message, fields? } }`.\n\n" +
+      "The guide, with every rule, its examples and the webhooks: `docs/integrators.md` in the service's repository; " +
+      "the rules' reasons: `docs/decisions.md`.",
+    license: LICENSE,
     servers: SERVERS,
     // What the document says beyond what HttpApi derives, in the order applied (./openapi/).
     transform: adjustDocument(flow(
+      flow(documentContact({ name: "The school that issued your API key (its owner or an administrator)" }), mergeTags),
       allowUnknownBodyFields,
       lowerCaseHttpSchemes,
       documentParameters(routes),
@@ -205,7 +236,12 @@ export class PublicApi extends routes
       documentUnexpectedErrors({ internalError: Errors.InternalError, methodNotAllowed: Errors.MethodNotAllowed }),
       documentRequestId,
       documentExamples,
-      documentWebhooks
+      flow(
+        documentWebhooks,
+        documentLimits(PUBLIC_LIMITS),
+        documentListFields(["ValidationFailedEncoded", "MissingIdempotencyKeyEncoded"]),
+        nameComponents
+      )
     ))
   }))
 {}

@@ -48,6 +48,7 @@ export const ApiKeyIdFromPath = DecimalIntFromString(ApiKeyId)
 // ---------------------------------------------------------------------------
 
 export class EmployeesGroup extends HttpApiGroup.make("employees")
+    .annotate(OpenApi.Description, "Staff and offboarding (docs/back-office.md \"Staff\").")
   .add(
     HttpApiEndpoint.post("create", "/employees", {
       payload: CreateEmployeeRequest,
@@ -56,11 +57,13 @@ export class EmployeesGroup extends HttpApiGroup.make("employees")
     }).annotate(RequiredAccess, FULL_ACCESS).annotate(
       OpenApi.Summary,
       "Add a member of staff (administrator, manager or teacher); the e-mail is their login, unique across the service"
-    ),
+    )
+      .annotate(OpenApi.Description, "Owner or administrator only (403 `FORBIDDEN` otherwise). Adds an administrator, manager or teacher; `owner` cannot be created this way. The password is at least 10 characters; an e-mail already in use is 409 `CONFLICT`."),
     HttpApiEndpoint.get("list", "/employees", {
       query: pageQuery,
       success: okList(StaffMember)
-    }).annotate(RequiredAccess, FULL_ACCESS).annotate(OpenApi.Summary, "The school's staff, by ascending id"),
+    }).annotate(RequiredAccess, FULL_ACCESS).annotate(OpenApi.Summary, "The school's staff, by ascending id")
+      .annotate(OpenApi.Description, "Owner or administrator only. The school's staff by ascending id, paged, each with `disabled`."),
     HttpApiEndpoint.patch("update", "/employees/:id", {
       params: { id: EmployeeIdFromPath },
       payload: UpdateEmployeeRequest,
@@ -69,7 +72,8 @@ export class EmployeesGroup extends HttpApiGroup.make("employees")
     }).annotate(RequiredAccess, FULL_ACCESS).annotate(
       OpenApi.Summary,
       "Change a member of staff's role, or disable (ending their sessions at once) or enable them; nobody changes the owner"
-    ),
+    )
+      .annotate(OpenApi.Description, "Owner or administrator only. `{ role?, disabled? }`: any role but `owner` (422 `VALIDATION_FAILED`). The owner may change anyone but themselves, an administrator managers and teachers, nobody the owner: anything else is 403 `FORBIDDEN`; an id that is not the school's employee is 404 `NOT_FOUND`. Disabling ends every session of the employee at once; a new role applies from their next call."),
     HttpApiEndpoint.delete("endSessions", "/employees/:id/sessions", {
       params: { id: EmployeeIdFromPath },
       success: ok(EndedSessions),
@@ -78,6 +82,7 @@ export class EmployeesGroup extends HttpApiGroup.make("employees")
       OpenApi.Summary,
       "End every session of a member of staff at once (who may: as for PATCH /employees/{id})"
     )
+      .annotate(OpenApi.Description, "Ends every session of the employee without disabling them (they may sign in again), under the rules of `PATCH /employees/{id}` (403 `FORBIDDEN`, 404 `NOT_FOUND`), and says how many it ended.")
   )
   .middleware(RoleCheck)
   .middleware(BackOfficeValidation)
@@ -85,6 +90,7 @@ export class EmployeesGroup extends HttpApiGroup.make("employees")
 {}
 
 export class ApiKeysGroup extends HttpApiGroup.make("apiKeys")
+    .annotate(OpenApi.Description, "Keys for the public API (docs/back-office.md \"API keys\").")
   .add(
     HttpApiEndpoint.post("create", "/api-keys", {
       payload: CreateApiKeyRequest,
@@ -93,11 +99,13 @@ export class ApiKeysGroup extends HttpApiGroup.make("apiKeys")
     }).annotate(RequiredAccess, FULL_ACCESS).annotate(
       OpenApi.Summary,
       "Issue a key for the public API (Extended plan or above); the whole key is shown only here"
-    ),
+    )
+      .annotate(OpenApi.Description, "Owner or administrator only. Issues a public API key with `scope` `read` or `write` and an optional `expires_at`; the whole key is in this answer only (only a hash of its secret is kept). A school below the Extended plan gets 403 `TARIFF_TOO_LOW`."),
     HttpApiEndpoint.get("list", "/api-keys", {
       query: pageQuery,
       success: okList(ApiKeyView)
-    }).annotate(RequiredAccess, FULL_ACCESS).annotate(OpenApi.Summary, "The school's keys, by ascending id (never their secrets)"),
+    }).annotate(RequiredAccess, FULL_ACCESS).annotate(OpenApi.Summary, "The school's keys, by ascending id (never their secrets)")
+      .annotate(OpenApi.Description, "Owner or administrator only. The school's API keys by ascending id, paged, with their prefix, scope, expiry and revocation time; never a secret."),
     HttpApiEndpoint.delete("revoke", "/api-keys/:id", {
       params: { id: ApiKeyIdFromPath },
       success: ok(ApiKeyView),
@@ -106,6 +114,7 @@ export class ApiKeysGroup extends HttpApiGroup.make("apiKeys")
       OpenApi.Summary,
       "Revoke a key: it answers revoked_key on the public API from then on (a second revocation keeps the first time)"
     )
+      .annotate(OpenApi.Description, "Owner or administrator only. Revokes the key at once, on every API process: its next public request is 401 `revoked_key`. A key that is not the school's is 404 `NOT_FOUND`.")
   )
   .middleware(RoleCheck)
   .middleware(BackOfficeValidation)

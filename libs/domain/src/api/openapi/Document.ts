@@ -7,8 +7,10 @@
  * The adjustments live beside this file, one concern each: Headers.ts
  * (Idempotency-Key, Idempotent-Replayed, X-Request-Id), Parameters.ts,
  * Bodies.ts, Security.ts (the bearer scheme, the back office's session),
- * Errors.ts (the 401's reasons, 500 and 405, unreachable statuses),
- * Examples.ts, Webhooks.ts and Servers.ts. Each contract composes its own
+ * Errors.ts (the 401's reasons, 500 and 405, unreachable statuses, validation
+ * fields as lists), Examples.ts, Webhooks.ts, Servers.ts, Info.ts (contact,
+ * license), Tags.ts (one tag per resource), Limits.ts (the body limits as
+ * keywords) and Names.ts (no `…Encoded` schema name). Each contract composes its own
  * with `flow`, in the order they apply, in one place (PublicApi.ts,
  * BackOfficeApi.ts). An adjustment may change the document it is given in
  * place (HttpApi hands the transform a document it has just built) and

@@ -127,3 +127,25 @@ export const documentUnexpectedErrors = (rows: UnexpectedErrorRows): Adjustment 
   }
   return spec
 }
+
+/**
+ * The `fields` of the errors that name request fields (`validation_failed`,
+ * `missing_idempotency_key`; the back office's `VALIDATION_FAILED`) as they
+ * are sent: a list of messages per field, parameter or header
+ * (docs/integrators.md "Responses and errors"; docs/back-office.md "Answers
+ * and errors"). The error table types every row's `fields` alike, a string or
+ * a list (a 401's `reason` is a string); these rows always send lists.
+ * `components` names the envelopes by HttpApi's names.
+ */
+export const documentListFields = (components: ReadonlyArray<string>): Adjustment => (spec) => {
+  for (const name of components) {
+    const envelope = spec.components.schemas[name]
+    const properties = envelope?.["properties"]
+    const error = isJsonSchema(properties) ? properties["error"] : undefined
+    const body = isJsonSchema(error) ? error["properties"] : properties
+    const fields = isJsonSchema(body) ? body["fields"] : undefined
+    if (!isJsonSchema(fields)) throw new Error(`OpenAPI: ${name} is not an envelope with fields`)
+    fields["additionalProperties"] = { type: "array", items: { type: "string" } }
+  }
+  return spec
+}
