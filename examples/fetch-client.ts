@@ -1,6 +1,7 @@
 /**
- * The public API with nothing but `fetch` (Node 18+; run it with Node 24 as
- * `node examples/fetch-client.ts`, which strips the types):
+ * The public API with nothing but `fetch`. Run it from the project's root
+ * as `npm run example:fetch`, which runs it on the project's Node 24 (it
+ * strips the types) whatever Node is on the PATH:
  *
  * - every request carries `Authorization: Bearer <key>` (docs/integrators.md "Authentication");
  * - a 429 is repeated after `Retry-After` seconds, the pause doubling when

@@ -24,6 +24,7 @@
  * It uses plain `fetch` (examples/fetch-client.ts), not @school/client, so
  * it runs as it is in any Node 24 project and shows the protocol itself.
  *
+ * Run: `npm run example:sync` from the project's root (the project's Node 24).
  * Env: API_URL, API_KEY (read scope is enough), STATE_DIR (default
  * .sync-state: students.json, the copy; checkpoint.json, the last run),
  * PER_PAGE (default 100), SKEW_MARGIN_SECONDS (default 60), MAX_ATTEMPTS

@@ -21,7 +21,8 @@
  *    24 hours; a real receiver keeps the key in its database, under a
  *    unique constraint, in the transaction that does the work.
  *
- * It stands alone: only node: modules and `standardwebhooks`. Env: PORT
+ * It stands alone: only node: modules and `standardwebhooks`. Run:
+ * `npm run example:receiver` from the project's root (the project's Node 24). Env: PORT
  * (default 4000; 0 picks a free port), WEBHOOK_SECRET (`whsec_…`, shown
  * once when the subscription was created). One JSON line per request on
  * stdout: `listening`, `rejected`, `duplicate`, `processed`.

@@ -10,14 +10,21 @@
  *   one lead exists, the repeat is answered `Idempotent-Replayed: true`,
  *   and the call resolves with that lead; another logical write gets
  *   another key;
- * - an answer that is not transient (422 invalid_window) is not repeated.
+ * - an answer that is not transient (422 invalid_window) is not repeated;
+ *   errors are `ApiError`s with `code`, `message`, `status` and `fields` on
+ *   the instance, also for an answer the endpoint does not declare;
+ * - the base URL works with or without `/api/public/v1`, with or without a
+ *   trailing slash;
+ * - `enrollments.list`, and `all`, the async iterator that walks a list's
+ *   cursor pages through 429s.
  *
  * The limiter runs on a clock the test can stop (RateLimitOptions.clock):
  * while stopped, the window never slides and a key over budget stays there.
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
-import { Errors, makeClient, RetryPolicy } from "@school/client"
+import { Errors } from "@school/domain"
+import { ApiError, makeClient, RetryPolicy } from "../../libs/client/src/index.ts"
 import * as Http from "node:http"
 import * as Fixtures from "../support/Fixtures.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
@@ -150,7 +157,14 @@ layer(Env, { excludeTestServices: true, timeout: 60_000 })("@school/client again
         const result = yield* promise(() => client.groups.list())
         assert.isFalse(result.ok)
         if (!result.ok) {
-          assert.instanceOf(result.error, Errors.RateLimitExceeded, String(result.error))
+          assert.instanceOf(result.error, ApiError, String(result.error))
+          const error = result.error as ApiError
+          assert.strictEqual(error.code, "rate_limit_exceeded")
+          assert.strictEqual(error._tag, "RateLimitExceeded")
+          assert.strictEqual(error.status, 429)
+          assert.strictEqual(error.name, "ApiError")
+          assert.isAtLeast(error.retryAfterSeconds ?? 0, 1)
+          assert.strictEqual(error.headers["retry-after"], String(error.retryAfterSeconds))
         }
         assert.deepStrictEqual(retries.map((e) => [e.attempt, e.status]), [[2, 429], [3, 429]])
         // Retry-After (1 s) is above maxDelay: the server's word wins, the bound does not cut it.
@@ -219,10 +233,82 @@ layer(Env, { excludeTestServices: true, timeout: 60_000 })("@school/client again
       const result = yield* promise(() => client.lessons.list({ from: "2026-02-01", to: "2026-01-01" }))
       assert.isFalse(result.ok)
       if (!result.ok) {
-        assert.instanceOf(result.error, Errors.InvalidWindow)
-        assert.strictEqual(Errors.InvalidWindow.code, "invalid_window")
-        assert.match((result.error as Errors.InvalidWindow).message, /.+/)
+        assert.instanceOf(result.error, ApiError)
+        assert.instanceOf(result.error, Error)
+        const error = result.error as ApiError
+        assert.strictEqual(error.code, Errors.InvalidWindow.code)
+        assert.strictEqual(error.code, "invalid_window")
+        assert.strictEqual(error.status, 422)
+        assert.strictEqual(error._tag, "InvalidWindow")
+        assert.match(error.message, /.+/)
+        assert.strictEqual(error.fields, undefined)
       }
       assert.deepStrictEqual(retries, [])
+    }))
+
+  it.effect("the base URL with or without /api/public/v1 and a trailing slash; errors carry their fields and code", () =>
+    Effect.gen(function*() {
+      const server = yield* TestServer
+      const { schoolId, filialId } = yield* Fixtures.school("pro", "Client base URL")
+      yield* Fixtures.students(schoolId, filialId, 2, "Student")
+      const key = yield* Fixtures.key(schoolId)
+      for (const baseUrl of [server.baseUrl, `${server.baseUrl}/`, `${server.baseUrl}/api/public/v1`, `${server.baseUrl}/api/public/v1/`]) {
+        // (The budget here is 3 a second: the 4th list is repeated after its 429.)
+        const client = makeClient({ baseUrl, apiKey: key, retry: { baseDelay: "50 millis" } })
+        const page = yield* promise(() => client.students.list())
+        assert.isTrue(page.ok, `${baseUrl}: ${JSON.stringify(page)}`)
+        if (page.ok) assert.strictEqual(page.value.data.length, 2)
+      }
+      const client = makeClient({ baseUrl: `${server.baseUrl}/api/public/v1/`, apiKey: key, retry: { baseDelay: "50 millis" } })
+      const missing = yield* promise(() => client.students.get(2_000_000_000))
+      assert.isFalse(missing.ok)
+      if (!missing.ok) {
+        assert.instanceOf(missing.error, ApiError)
+        assert.deepStrictEqual([(missing.error as ApiError).code, (missing.error as ApiError).status], ["not_found", 404])
+      }
+      // A read key on a write: 403 insufficient_scope.
+      const scope = yield* promise(() => client.leads.create({ phone: "+7 900 111-22-33" }))
+      assert.isFalse(scope.ok)
+      if (!scope.ok) assert.strictEqual((scope.error as ApiError).code, "insufficient_scope")
+      // A wrong key: 401 with fields.reason.
+      const stranger = makeClient({ baseUrl: server.baseUrl, apiKey: "svc_abcdefgh_" + "A".repeat(32), retry: { maxAttempts: 1 } })
+      const refused = yield* promise(() => stranger.groups.list())
+      assert.isFalse(refused.ok)
+      if (!refused.ok) {
+        const error = refused.error as ApiError
+        assert.deepStrictEqual([error.code, error.status, error.fields], ["unauthorized", 401, { reason: "unknown_key" }])
+      }
+    }))
+
+  it.effect("enrollments.list, and all(): every item of a list through its cursor pages, 429s waited out", () =>
+    Effect.gen(function*() {
+      const server = yield* TestServer
+      const { schoolId, filialId } = yield* Fixtures.school("pro", "Client walk")
+      const ids = yield* Fixtures.students(schoolId, filialId, 7, "Student")
+      const key = yield* Fixtures.key(schoolId)
+      const retries: Array<RetryPolicy.RetryEvent> = []
+      const client = makeClient({ baseUrl: server.baseUrl, apiKey: key, retry: { baseDelay: "50 millis", onRetry: (e) => retries.push(e) } })
+      const groupId = yield* Fixtures.group(schoolId, filialId, "Walk group", 10)
+      for (const id of ids.slice(0, 3)) yield* Fixtures.enroll(schoolId, id, groupId)
+      const collect = <A>(iterable: AsyncIterable<A>) =>
+        Effect.promise(async () => {
+          const items: Array<A> = []
+          for await (const item of iterable) items.push(item)
+          return items
+        })
+      // 2 a page, 4 pages, a budget of 3 a second: the 4th page meets a 429 and is asked again.
+      const seen = (yield* collect(client.students.all({ per_page: 2 }))).map((student) => student.id)
+      assert.deepStrictEqual(seen, [...ids].sort((a, b) => a - b), "every student once, in id order")
+      assert.isAtLeast(retries.length, 1, "a 429 on the way")
+      assert.isTrue(retries.every((r) => r.status === 429))
+      const enrollments = yield* promise(() => client.enrollments.list({ per_page: 2 }))
+      assert.isTrue(enrollments.ok, JSON.stringify(enrollments))
+      if (enrollments.ok) {
+        assert.strictEqual(enrollments.value.data.length, 2)
+        assert.deepStrictEqual(enrollments.value.meta, { page: 1, per_page: 2, total: 3 })
+      }
+      const walked = yield* collect(client.enrollments.all({ per_page: 2 }))
+      assert.deepStrictEqual(walked.map((e) => e.student_id).sort((a, b) => a - b), [...ids.slice(0, 3)].sort((a, b) => a - b))
+      assert.isTrue(walked.every((e) => e.group_id === groupId))
     }))
 })

@@ -6,7 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Pull, Schedule, Schema } from "effect"
-import { RetryPolicy } from "@school/client"
+import { RetryPolicy } from "../../libs/client/src/index.ts"
 
 const Millis = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 600_000 }))
 const Positive = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 600_000 }))

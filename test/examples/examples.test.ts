@@ -1,6 +1,8 @@
 /**
  * The examples (examples/, docs/integrators.md "Client kit and examples")
- * as real child processes against the real API process and the real
+ * as real child processes, started as the doc starts them (`npm run
+ * example:sync`, `example:fetch`, `example:receiver`: the project's Node 24,
+ * whatever Node is on the PATH), against the real API process and the real
  * dispatcher process on this file's database:
  *
  * - the sync client copies a school fully (every student id, the legacy
@@ -29,11 +31,36 @@ import { Webhook } from "standardwebhooks"
 import * as BackOffice from "../support/BackOffice.ts"
 import { rawClient, V1 } from "../support/Clients.ts"
 import * as Fixtures from "../support/Fixtures.ts"
-import { lines, run, startApi, startDispatcher } from "../support/Processes.ts"
+import { environment, type Finished, lines, startApi, startDispatcher } from "../support/Processes.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
 
-const example = (path: string) => fileURLToPath(new URL(`../../examples/${path}`, import.meta.url))
-const WINDOW_SECONDS = 3
+const ROOT = fileURLToPath(new URL("../../", import.meta.url))
+
+/** `npm run --silent <script>` in the project, as docs/integrators.md "Client kit and examples" runs the examples. */
+const npmRun = (script: string, env: Readonly<Record<string, string>>) =>
+  spawn("npm", ["run", "--silent", script], {
+    cwd: ROOT,
+    // npm's own settings of this test run (a loglevel, say) left out: they would change what npm prints.
+    env: Object.fromEntries(Object.entries(environment(env)).filter(([name]) => !name.startsWith("npm_"))),
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+
+/** Runs an example's npm script to completion (killed after `timeout`). */
+const runExample = (script: string, env: Readonly<Record<string, string>>, timeout: number) =>
+  Effect.callback<Finished>((resume) => {
+    const child = npmRun(script, env)
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeout)
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+    child.once("close", (code, signal) => {
+      clearTimeout(timer)
+      resume(Effect.succeed({ code, signal, stdout, stderr }))
+    })
+  })
+// Long enough that the budget used before a run is still counted once `npm run` has started the example (a second or two).
+const WINDOW_SECONDS = 6
 
 const jsonLines = (text: string): ReadonlyArray<Record<string, unknown>> =>
   lines(text).filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as Record<string, unknown>)
@@ -61,10 +88,7 @@ interface RunningReceiver {
 const startReceiver = (port: number, secret: string) =>
   Effect.acquireRelease(
     Effect.callback<{ receiver: RunningReceiver; stop: () => Promise<void> }, Error>((resume) => {
-      const child = spawn(process.execPath, [example("webhook-receiver/main.ts")], {
-        env: { ...process.env, PORT: String(port), WEBHOOK_SECRET: secret },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
+      const child = npmRun("example:receiver", { PORT: String(port), WEBHOOK_SECRET: secret })
       const exited = new Promise<void>((done) => child.once("exit", () => done()))
       let stdout = ""
       let stderr = ""
@@ -120,7 +144,7 @@ layer(TestDatabase.layer, { timeout: 120_000, excludeTestServices: true })("the 
       const raw = rawClient(origin)
       for (let i = 0; i < 110; i++) yield* Effect.orDie(raw.get(`${V1}/groups`, key))
       const before = new Date().toISOString()
-      const first = yield* run(example("sync-client/main.ts"), [], env, 60_000)
+      const first = yield* runExample("example:sync", env, 60_000)
       assert.strictEqual(first.code, 0, first.stdout + first.stderr)
       const steps = jsonLines(first.stdout)
       const retries = steps.filter((s) => s["step"] === "retry")
@@ -151,7 +175,7 @@ layer(TestDatabase.layer, { timeout: 120_000, excludeTestServices: true })("the 
       const [added = 0] = yield* Fixtures.students(schoolId, filialId, 1, "Newcomer")
       yield* Effect.sleep(`${WINDOW_SECONDS} seconds`) // a fresh budget window, to keep this run's count readable
 
-      const second = yield* run(example("sync-client/main.ts"), [], env, 60_000)
+      const second = yield* runExample("example:sync", env, 60_000)
       assert.strictEqual(second.code, 0, second.stdout + second.stderr)
       const again = jsonLines(second.stdout)
       assert.strictEqual(again[0]?.["mode"], "incremental")
@@ -171,7 +195,7 @@ layer(TestDatabase.layer, { timeout: 120_000, excludeTestServices: true })("the 
       yield* Fixtures.funnel(schoolId, "Main", true, [["Incoming", 10]])
       yield* Fixtures.students(schoolId, filialId, 130, "Student")
       const key = yield* Fixtures.key(schoolId, { scope: "write" })
-      const result = yield* run(example("fetch-client.ts"), [], { API_URL: origin, API_KEY: key }, 60_000)
+      const result = yield* runExample("example:fetch", { API_URL: origin, API_KEY: key }, 60_000)
       assert.strictEqual(result.code, 0, result.stdout + result.stderr)
       assert.deepStrictEqual(lines(result.stdout).slice(0, 3), [
         "page 1: 100 students (more follow)",

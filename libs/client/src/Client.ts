@@ -18,29 +18,37 @@
  *   (`Idempotent-Replayed: true`) is the write's success (docs/integrators.md "Writing").
  *
  * Two faces: `make` gives the Effect client; `makeClient` gives Promises for
- * a plain Node project (`await client.students.list({ per_page: 100 })`).
+ * a plain Node project (`await client.students.list({ per_page: 100 })`),
+ * rejecting with `ApiError` (ApiError.ts), with an async iterator over every
+ * list (`for await (const student of client.students.all())`, a cursor walk,
+ * docs/integrators.md "Lists and pagination").
+ *
+ * The base URL is the service's origin, with or without `/api/public/v1`
+ * (`originOf`).
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as FetchHttpClient from "effect/http/FetchHttpClient"
 import * as HttpClient from "effect/http/HttpClient"
+import * as HttpClientError from "effect/http/HttpClientError"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import * as HttpClientResponse from "effect/http/HttpClientResponse"
 import * as HttpApiClient from "effect/http-api/HttpApiClient"
-import { Errors } from "@school/domain"
+import * as Errors from "@school/domain/Errors"
 import * as DemoLessons from "@school/domain/DemoLessons"
 import * as Enrollments from "@school/domain/Enrollments"
 import * as Ids from "@school/domain/Ids"
 import * as Leads from "@school/domain/Leads"
-import { PublicApi } from "@school/domain/api/PublicApi"
-import { randomUUID } from "node:crypto"
+import { BASE_PATH, PublicApi } from "@school/domain/api/PublicApi"
+import * as Pagination from "@school/domain/Pagination"
+import { ApiError } from "./ApiError.ts"
 import * as RetryPolicy from "./RetryPolicy.ts"
 
 /** The client `HttpApiClient` derives from the contract. */
 export type PublicClient = HttpApiClient.ForApi<typeof PublicApi>
 
 export interface ClientOptions {
-  /** The service's origin, e.g. `http://127.0.0.1:3000` (the contract adds `/api/public/v1`). */
+  /** The service's origin, e.g. `http://127.0.0.1:3000`, or the API's base URL `http://127.0.0.1:3000/api/public/v1` (a trailing `/` or not). */
   readonly baseUrl: string
   /** The whole `svc_<prefix>_<secret>` key. */
   readonly apiKey: string
@@ -80,10 +88,21 @@ export const repeating = (options: RetryPolicy.RetryOptions = {}) => <E, R>(
       )
     ))
 
+/**
+ * The origin the contract's paths (`/api/public/v1/…`) are added to: the
+ * given URL without trailing slashes and without the API's prefix, so
+ * `https://host`, `https://host/` and `https://host/api/public/v1/` all
+ * name the same API.
+ */
+export const originOf = (baseUrl: string): string => {
+  const trimmed = baseUrl.replace(/\/+$/u, "")
+  return trimmed.endsWith(BASE_PATH) ? trimmed.slice(0, -BASE_PATH.length) : trimmed
+}
+
 /** The Effect client: the contract's methods, with the key and the repeats. */
 export const make = (options: ClientOptions): Effect.Effect<PublicClient> =>
   HttpApiClient.make(PublicApi, {
-    baseUrl: options.baseUrl,
+    baseUrl: originOf(options.baseUrl),
     transformClient: (client) =>
       client.pipe(
         HttpClient.mapRequest(HttpClientRequest.bearerToken(options.apiKey)),
@@ -92,7 +111,7 @@ export const make = (options: ClientOptions): Effect.Effect<PublicClient> =>
   }).pipe(Effect.provide(FetchHttpClient.layer))
 
 /** A fresh Idempotency-Key: one per logical write (docs/integrators.md "Writing": "a fresh unique value per operation, e.g. a UUID"). */
-export const newIdempotencyKey = (): string => randomUUID()
+export const newIdempotencyKey = (): string => globalThis.crypto.randomUUID()
 
 /**
  * One logical write: `send` gets the key (the given one, else a fresh one)
@@ -123,6 +142,9 @@ type Success<F> = F extends (...args: never) => Effect.Effect<infer A, infer _E,
   ? Exclude<A, HttpClientResponse.HttpClientResponse | readonly [unknown, HttpClientResponse.HttpClientResponse]>
   : never
 
+/** One item of a list's `data`. */
+type Item<F> = Success<F> extends { readonly data: ReadonlyArray<infer A> } ? A : never
+
 export interface ListQuery {
   /** From 1 (default 1); not above 1 with `starting_after`. */
   readonly page?: number
@@ -142,39 +164,78 @@ export interface ChangedQuery extends ListQuery {
   readonly updated_since?: string
 }
 
+/** The query of `all`: a list's filters; the walk sets `starting_after` and `page` itself (`per_page` defaults to 100). */
+export type WalkQuery<Q> = Omit<Q, "page" | "starting_after">
+
 export interface WriteOptions {
   /** The key of this logical write; a fresh UUID when omitted. Give your own to repeat a write across restarts. */
   readonly idempotencyKey?: string
 }
 
+/** A list body: its items and its meta (a cursor page's meta says where the next page starts). */
+export interface ListBody<A> {
+  readonly data: ReadonlyArray<A>
+  readonly meta: Pagination.Meta | Pagination.CursorMeta
+}
+
+/**
+ * Every item of a list, in id order: a cursor walk (docs/integrators.md
+ * "Lists and pagination") from `starting_after=0`, each page asking for the
+ * ids after the previous page's last, until `has_more` is false. Each page
+ * is one call of `list`, so a 429 on the way is waited out and the same
+ * page asked again; nothing is skipped. Items created during the walk are
+ * met on a later page.
+ */
+export async function* walk<A, F extends object>(
+  list: (query: F & { readonly per_page?: number; readonly starting_after: number }) => Promise<ListBody<A>>,
+  query: F
+): AsyncGenerator<A, void, undefined> {
+  let cursor = 0
+  while (true) {
+    const page = await list({ per_page: 100, ...query, starting_after: cursor })
+    yield* page.data
+    const meta = page.meta
+    if (!("has_more" in meta) || !meta.has_more || meta.next_starting_after === null) return
+    cursor = meta.next_starting_after
+  }
+}
+
+type List<F, Q> = (query?: Q) => Promise<Success<F>>
+type All<F, Q> = (query?: WalkQuery<Q>) => AsyncGenerator<Item<F>, void, undefined>
+
 /**
  * The API as Promises. Each method resolves with the body the contract
- * declares (`{ data }`, or `{ data, meta }` for a list) and rejects with the
- * error's class from `@school/domain` `Errors` (`error.code`, `error.message`,
- * `error.fields`), or with a `SchemaError` when the arguments do not pass the
- * contract's own checks (nothing is sent then).
+ * declares (`{ data }`, or `{ data, meta }` for a list) and rejects with an
+ * `ApiError` (`error.code`, `error.message`, `error.fields`, `error.status`)
+ * when the service answers with an error, or with a `SchemaError` when the
+ * arguments do not pass the contract's own checks (nothing is sent then).
+ * Each list has `all`: every item, page after page (`walk`).
  */
 export interface SchoolClient {
   /** The Effect client underneath. */
   readonly effect: Promise<PublicClient>
   readonly students: {
-    readonly list: (query?: ChangedQuery) => Promise<Success<PublicClient["students"]["list"]>>
+    readonly list: List<PublicClient["students"]["list"], ChangedQuery>
+    readonly all: All<PublicClient["students"]["list"], ChangedQuery>
     readonly get: (id: number) => Promise<Success<PublicClient["students"]["get"]>>
   }
   readonly payments: {
-    readonly list: (query?: ChangedQuery) => Promise<Success<PublicClient["payments"]["list"]>>
+    readonly list: List<PublicClient["payments"]["list"], ChangedQuery>
+    readonly all: All<PublicClient["payments"]["list"], ChangedQuery>
   }
   readonly groups: {
-    readonly list: (query?: ListQuery) => Promise<Success<PublicClient["groups"]["list"]>>
+    readonly list: List<PublicClient["groups"]["list"], ListQuery>
+    readonly all: All<PublicClient["groups"]["list"], ListQuery>
   }
   readonly lessons: {
     readonly list: (query: ListQuery & { readonly from: string; readonly to: string }) => Promise<Success<PublicClient["lessons"]["list"]>>
+    readonly all: (query: WalkQuery<ListQuery> & { readonly from: string; readonly to: string }) => AsyncGenerator<Item<PublicClient["lessons"]["list"]>, void, undefined>
   }
   readonly reference: {
-    readonly filials: (query?: ListQuery) => Promise<Success<PublicClient["reference"]["filials"]>>
-    readonly subjects: (query?: ListQuery) => Promise<Success<PublicClient["reference"]["subjects"]>>
-    readonly programs: (query?: ListQuery) => Promise<Success<PublicClient["reference"]["programs"]>>
-    readonly levels: (query?: ListQuery) => Promise<Success<PublicClient["reference"]["levels"]>>
+    readonly filials: List<PublicClient["reference"]["filials"], ListQuery>
+    readonly subjects: List<PublicClient["reference"]["subjects"], ListQuery>
+    readonly programs: List<PublicClient["reference"]["programs"], ListQuery>
+    readonly levels: List<PublicClient["reference"]["levels"], ListQuery>
   }
   readonly leads: {
     readonly create: (
@@ -189,6 +250,9 @@ export interface SchoolClient {
     ) => Promise<Success<PublicClient["demoLessons"]["create"]>>
   }
   readonly enrollments: {
+    /** The school's active enrollments, `{ id, student_id, group_id, enrolled_at }` (docs/integrators.md "Keeping a copy in sync"). */
+    readonly list: List<PublicClient["enrollmentList"]["list"], ListQuery>
+    readonly all: All<PublicClient["enrollmentList"]["list"], ListQuery>
     readonly create: (
       studentId: number,
       enrollment: typeof Enrollments.CreateEnrollmentRequest.Encoded,
@@ -197,22 +261,57 @@ export interface SchoolClient {
   }
 }
 
+/**
+ * What the Promise face rejects with: the service's error as an `ApiError`,
+ * also when the endpoint does not declare it (the envelope read from the
+ * body); anything else as it is.
+ */
+const toApiError = (error: unknown): Effect.Effect<never, unknown> => {
+  if (Errors.isPublicError(error)) return Effect.fail(ApiError.fromPublicError(error))
+  if (HttpClientError.isHttpClientError(error) && error.reason._tag === "DecodeError" && error.reason.response !== undefined) {
+    const response = error.reason.response
+    return response.json.pipe(
+      Effect.flatMap((body) => Schema.decodeUnknownEffect(Envelope)(body)),
+      Effect.flatMap(({ error: envelope }): Effect.Effect<never, unknown> => {
+        const retryAfter = response.headers["retry-after"]
+        const found = ApiError.fromCode(envelope.code, {
+          message: envelope.message,
+          fields: envelope.fields,
+          headers: retryAfter === undefined ? {} : { "retry-after": retryAfter }
+        })
+        return found === undefined ? Effect.fail(error) : Effect.fail(found)
+      }),
+      Effect.catchIf((failure) => !(failure instanceof ApiError), (): Effect.Effect<never, unknown> => Effect.fail(error))
+    )
+  }
+  return Effect.fail(error)
+}
+const Envelope = Schema.Struct({
+  error: Schema.Struct({ code: Schema.String, message: Schema.String, fields: Schema.optional(Errors.ErrorFields) })
+})
+
 /** The client as Promises, for code that does not use Effect. */
 export const makeClient = (options: ClientOptions): SchoolClient => {
   const client = Effect.runPromise(make(options))
   const run = <A, E>(use: (api: PublicClient) => Effect.Effect<A, E>): Promise<A> =>
-    client.then((api) => Effect.runPromise(use(api)))
+    client.then((api) => Effect.runPromise(Effect.catch(use(api), toApiError)))
   const studentId = Schema.decodeUnknownEffect(Ids.StudentId)
   const writeOptions = (given: WriteOptions | undefined) => ({ idempotencyKey: given?.idempotencyKey, retry: options.retry })
+  const students: SchoolClient["students"]["list"] = (query = {}) => run((api) => api.students.list({ query }))
+  const payments: SchoolClient["payments"]["list"] = (query = {}) => run((api) => api.payments.list({ query }))
+  const groups: SchoolClient["groups"]["list"] = (query = {}) => run((api) => api.groups.list({ query }))
+  const lessons: SchoolClient["lessons"]["list"] = (query) => run((api) => api.lessons.list({ query }))
+  const enrollments: SchoolClient["enrollments"]["list"] = (query = {}) => run((api) => api.enrollmentList.list({ query }))
   return {
     effect: client,
     students: {
-      list: (query = {}) => run((api) => api.students.list({ query })),
+      list: students,
+      all: (query = {}) => walk(students, query),
       get: (id) => run((api) => Effect.flatMap(studentId(id), (id) => api.students.get({ params: { id } })))
     },
-    payments: { list: (query = {}) => run((api) => api.payments.list({ query })) },
-    groups: { list: (query = {}) => run((api) => api.groups.list({ query })) },
-    lessons: { list: (query) => run((api) => api.lessons.list({ query })) },
+    payments: { list: payments, all: (query = {}) => walk(payments, query) },
+    groups: { list: groups, all: (query = {}) => walk(groups, query) },
+    lessons: { list: lessons, all: (query) => walk(lessons, query) },
     reference: {
       filials: (query = {}) => run((api) => api.reference.filials({ query })),
       subjects: (query = {}) => run((api) => api.reference.subjects({ query })),
@@ -234,6 +333,8 @@ export const makeClient = (options: ClientOptions): SchoolClient => {
         )
     },
     enrollments: {
+      list: enrollments,
+      all: (query = {}) => walk(enrollments, query),
       create: (id, enrollment, given) =>
         run((api) =>
           Effect.flatMap(
@@ -245,5 +346,3 @@ export const makeClient = (options: ClientOptions): SchoolClient => {
     }
   }
 }
-
-

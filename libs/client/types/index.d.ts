@@ -1,0 +1,280 @@
+/**
+ * The types of `@school/client` as a package (`npm pack` of libs/client):
+ * the Promise face (`makeClient`), its error (`ApiError`), the cursor walk
+ * (`walk`) and the repeat rule's options (`RetryPolicy`). Written out here,
+ * plain and self-contained, so a project outside this repository needs
+ * nothing but this file; test/client/package-types.test.ts holds the
+ * implementation (libs/client/src) to it at compile time.
+ * See docs/integrators.md "Client kit and examples".
+ */
+
+/** A documented error code (docs/integrators.md "Responses and errors"). */
+export type ErrorCode =
+  | "unauthorized" | "insufficient_scope" | "rate_limit_exceeded" | "validation_failed" | "not_found"
+  | "invalid_window" | "window_too_large" | "student_not_found" | "group_not_found" | "group_full"
+  | "already_enrolled" | "funnel_not_found" | "missing_idempotency_key" | "idempotency_in_progress"
+  | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "bad_request" | "request_timeout"
+  | "request_header_fields_too_large" | "internal_error" | "service_unavailable"
+
+/** Messages per request field, parameter or header. */
+export type ErrorFields = { readonly [field: string]: string | ReadonlyArray<string> }
+
+/** What a call rejects with when the service answers with an error. */
+export declare class ApiError extends Error {
+  readonly name: "ApiError"
+  /** The error's name in the table, e.g. "RateLimitExceeded" (the Effect face's `_tag`). */
+  readonly _tag: string
+  readonly code: ErrorCode
+  readonly status: number
+  readonly fields: ErrorFields | undefined
+  /** The headers the error declares: a 429's and a 503's `retry-after`. */
+  readonly headers: Readonly<Record<string, string>>
+  readonly retryAfterSeconds: number | undefined
+  static fromCode(code: string, body: { readonly message: string; readonly fields?: ErrorFields | undefined; readonly headers?: Readonly<Record<string, string>> }): ApiError | undefined
+}
+
+/** Whether `u` is an `ApiError`, optionally of one code. */
+export declare const isApiError: <C extends ErrorCode>(u: unknown, code?: C) => u is ApiError & { readonly code: C }
+
+/** A pause: milliseconds, or a number and a unit, e.g. "500 millis", "2 seconds". */
+export type DurationInput =
+  | number
+  | `${number} ${"milli" | "millis" | "second" | "seconds" | "minute" | "minutes" | "hour" | "hours"}`
+
+export declare namespace RetryPolicy {
+  interface RetryOptions {
+    /** Attempts per call, the first included (default 5; 1 means never repeat). */
+    readonly maxAttempts?: number
+    /** The first pause when the answer names none (default 1 second). */
+    readonly baseDelay?: DurationInput
+    /** The longest pause the doubling reaches (default 60 seconds). */
+    readonly maxDelay?: DurationInput
+    /** Called before each pause. */
+    readonly onRetry?: (retry: RetryEvent) => void
+  }
+  interface RetryEvent {
+    readonly attempt: number
+    readonly status: number | undefined
+    readonly retryAfterMs: number | undefined
+    readonly pauseMs: number
+    readonly method: string
+    readonly url: string
+  }
+  /** The pause before the next attempt (docs/integrators.md "Limits"). */
+  const nextPause: (previousMs: number | undefined, retryAfterMs: number | undefined, options: { readonly maxAttempts: number; readonly baseDelayMs: number; readonly maxDelayMs: number }) => number
+  const isRepeatedStatus: (status: number) => boolean
+}
+
+export interface ClientOptions {
+  /** The service's origin or the API's base URL (`…/api/public/v1`, a trailing `/` or not). */
+  readonly baseUrl: string
+  /** The whole `svc_<prefix>_<secret>` key. */
+  readonly apiKey: string
+  readonly retry?: RetryPolicy.RetryOptions
+}
+
+export interface ListQuery {
+  readonly page?: number
+  readonly per_page?: number
+  readonly starting_after?: number
+}
+export interface ChangedQuery extends ListQuery {
+  /** ISO 8601 with an offset. */
+  readonly updated_since?: string
+}
+export interface LessonsQuery extends ListQuery {
+  readonly from: string
+  readonly to: string
+}
+export type WalkQuery<Q> = Omit<Q, "page" | "starting_after">
+export interface WriteOptions {
+  readonly idempotencyKey?: string
+}
+
+export interface PageMeta {
+  readonly page: number
+  readonly per_page: number
+  readonly total: number
+}
+export interface CursorMeta {
+  readonly per_page: number
+  readonly starting_after: number
+  readonly has_more: boolean
+  readonly next_starting_after: number | null
+}
+export interface ListBody<A> {
+  readonly data: ReadonlyArray<A>
+  readonly meta: PageMeta | CursorMeta
+}
+export interface One<A> {
+  readonly data: A
+}
+
+interface StudentFields {
+  readonly id: number
+  readonly fio: string
+  readonly phone: string
+  readonly email: string
+  readonly balance_kopecks: number
+  readonly filial_id: number
+  readonly created_at: string
+  readonly updated_at: string | null
+}
+export interface Student extends StudentFields {
+  readonly active_groups: null
+}
+export interface ActiveGroup {
+  readonly group_id: number
+  readonly group_name: string
+  readonly filial_id: number
+  readonly enrollment_id: number
+  readonly enrolled_at: string
+}
+export interface StudentCard extends StudentFields {
+  readonly active_groups: ReadonlyArray<ActiveGroup>
+}
+export interface Payment {
+  readonly id: number
+  readonly student_id: number
+  readonly amount_kopecks: number
+  readonly payment_type: "cash" | "card" | "transfer" | "online"
+  readonly group_id: number | null
+  readonly filial_id: number
+  readonly paid_at: string
+  readonly created_at: string
+  readonly updated_at: string
+}
+export interface Group {
+  readonly id: number
+  readonly name: string
+  readonly filial_id: number
+  readonly subject_id: number | null
+  readonly program_id: number | null
+  readonly level_id: number | null
+  readonly teacher_id: number | null
+  readonly capacity: number
+  readonly enrolled_count: number
+  readonly free_places: number
+}
+export interface Lesson {
+  readonly id: number
+  readonly group_id: number
+  readonly filial_id: number
+  readonly teacher_id: number | null
+  readonly starts_at: string
+  readonly ends_at: string
+  readonly topic: string | null
+}
+export interface Filial {
+  readonly id: number
+  readonly name: string
+  readonly address: string | null
+}
+export interface Subject {
+  readonly id: number
+  readonly name: string
+}
+export interface Program {
+  readonly id: number
+  readonly name: string
+  readonly subject_id: number | null
+}
+export interface Level {
+  readonly id: number
+  readonly name: string
+  readonly program_id: number | null
+}
+export interface Enrollment {
+  readonly id: number
+  readonly student_id: number
+  readonly group_id: number
+  readonly enrolled_at: string
+}
+export interface Lead {
+  readonly id: number
+  readonly name: string
+  readonly phone: string
+  readonly source: string
+  readonly comment: string
+  readonly funnel_id: number
+  readonly pipeline_status_id: number
+  readonly created_at: string
+}
+export interface DemoLesson {
+  readonly id: number
+  readonly user_id: number | null
+  readonly lead_id: number | null
+  readonly group_id: number
+  readonly starts_at: string | null
+  readonly comment: string
+  readonly status: "scheduled"
+  readonly created_at: string
+}
+export interface CreateLead {
+  readonly phone: string
+  readonly name?: string
+  readonly comment?: string
+  readonly source?: string
+  readonly funnel_id?: number
+}
+export interface CreateDemoLesson {
+  readonly user_id?: number
+  readonly lead_id?: number
+  readonly group_id: number
+  readonly starts_at?: string
+  readonly comment?: string
+}
+export interface CreateEnrollment {
+  readonly group_id: number
+}
+
+type All<A, Q> = (query?: WalkQuery<Q>) => AsyncGenerator<A, void, undefined>
+
+/** The API as Promises; each list has `all`, every item page after page (a cursor walk). */
+export interface SchoolClient {
+  readonly students: {
+    readonly list: (query?: ChangedQuery) => Promise<ListBody<Student>>
+    readonly all: All<Student, ChangedQuery>
+    readonly get: (id: number) => Promise<One<StudentCard>>
+  }
+  readonly payments: {
+    readonly list: (query?: ChangedQuery) => Promise<ListBody<Payment>>
+    readonly all: All<Payment, ChangedQuery>
+  }
+  readonly groups: {
+    readonly list: (query?: ListQuery) => Promise<ListBody<Group>>
+    readonly all: All<Group, ListQuery>
+  }
+  readonly lessons: {
+    readonly list: (query: LessonsQuery) => Promise<ListBody<Lesson>>
+    readonly all: (query: WalkQuery<LessonsQuery>) => AsyncGenerator<Lesson, void, undefined>
+  }
+  readonly reference: {
+    readonly filials: (query?: ListQuery) => Promise<ListBody<Filial>>
+    readonly subjects: (query?: ListQuery) => Promise<ListBody<Subject>>
+    readonly programs: (query?: ListQuery) => Promise<ListBody<Program>>
+    readonly levels: (query?: ListQuery) => Promise<ListBody<Level>>
+  }
+  readonly leads: {
+    readonly create: (lead: CreateLead, options?: WriteOptions) => Promise<One<Lead>>
+  }
+  readonly demoLessons: {
+    readonly create: (demoLesson: CreateDemoLesson, options?: WriteOptions) => Promise<One<DemoLesson>>
+  }
+  readonly enrollments: {
+    readonly list: (query?: ListQuery) => Promise<ListBody<Enrollment>>
+    readonly all: All<Enrollment, ListQuery>
+    readonly create: (studentId: number, enrollment: CreateEnrollment, options?: WriteOptions) => Promise<One<Enrollment>>
+  }
+}
+
+export declare const makeClient: (options: ClientOptions) => SchoolClient
+/** Every item of a list, in id order: a cursor walk from starting_after=0 until has_more is false. */
+export declare function walk<A, F extends object>(
+  list: (query: F & { readonly per_page?: number; readonly starting_after: number }) => Promise<ListBody<A>>,
+  query: F
+): AsyncGenerator<A, void, undefined>
+/** The origin the API's paths are added to: the base URL without trailing slashes and without `/api/public/v1`. */
+export declare const originOf: (baseUrl: string) => string
+/** A fresh Idempotency-Key (a UUID). */
+export declare const newIdempotencyKey: () => string

@@ -1,0 +1,37 @@
+/**
+ * The package's types (libs/client/types/index.d.ts, what `npm pack` ships)
+ * describe the code (libs/client/src): checked when the tests are
+ * type-checked (`npm run typecheck`), each export of the code assigned to its
+ * declaration. A field renamed in the contract, a list without `all`, an
+ * error without `code` fails the type check here. The test below runs the
+ * same assignments so the file is a test file.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import type * as Package from "../../libs/client/types/index.d.ts"
+import * as Client from "../../libs/client/src/index.ts"
+
+const makeClient: typeof Package.makeClient = Client.makeClient
+const walk: typeof Package.walk = Client.walk
+const originOf: typeof Package.originOf = Client.originOf
+const newIdempotencyKey: typeof Package.newIdempotencyKey = Client.newIdempotencyKey
+const isApiError: typeof Package.isApiError = Client.isApiError
+const nextPause: typeof Package.RetryPolicy.nextPause = Client.RetryPolicy.nextPause
+const error: Package.ApiError = new Client.ApiError("NotFound", { message: "No such student." })
+const code: Package.ErrorCode = Client.ApiError.fromCode("group_full", { message: "Full." })?.code ?? "not_found"
+// Every code of the table is a declared code, and back.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
+const codes: Same<Package.ErrorCode, Client.ErrorCode> = true
+
+describe("libs/client/types/index.d.ts", () => {
+  it("declares what the code exports", () => {
+    assert.strictEqual(typeof makeClient, "function")
+    assert.strictEqual(typeof walk, "function")
+    assert.strictEqual(originOf("http://h/api/public/v1/"), "http://h")
+    assert.match(newIdempotencyKey(), /^[0-9a-f-]{36}$/)
+    assert.isTrue(isApiError(error, "not_found"))
+    assert.strictEqual(error.status, 404)
+    assert.strictEqual(code, "group_full")
+    assert.strictEqual(nextPause(undefined, 2_000, { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 100 }), 2_000)
+    assert.isTrue(codes)
+  })
+})
