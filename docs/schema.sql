@@ -1,5 +1,5 @@
 -- The schema as the migrations in libs/persistence/src/migrations build it:
--- 0001_core, 0100_writes, 0200_rate_limits, 0300_row_counts, 0400_idempotency_owner, 0500_sessions, 0510_back_office, 0540_attendance_first_attended, 0600_dispatcher, 0700_fair_delivery, 0800_outbox_traceparent, 0900_employee_disabled, 1000_login_throttle.
+-- 0001_core, 0100_writes, 0200_rate_limits, 0300_row_counts, 0400_idempotency_owner, 0500_sessions, 0510_back_office, 0540_attendance_first_attended, 0600_dispatcher, 0700_fair_delivery, 0800_outbox_traceparent, 0900_employee_disabled, 1000_login_throttle, 1100_webhook_listeners.
 -- Written by test/persistence/schemaFile.test.ts from the catalog; do not edit.
 -- After a new migration: UPDATE_SCHEMA=1 npx vitest run test/persistence/schemaFile.test.ts
 
@@ -255,8 +255,9 @@ CREATE TABLE outbox_events (
   fanned_out_at timestamp with time zone,
   subscription_id integer,
   traceparent text,
+  sample boolean DEFAULT false NOT NULL,
   CONSTRAINT outbox_events_pkey PRIMARY KEY (school_id, id),
-  CONSTRAINT outbox_events_check CHECK (((event = 'webhook.test'::text) = (subscription_id IS NOT NULL))),
+  CONSTRAINT outbox_events_check CHECK ((((event = 'webhook.test'::text) OR sample) = (subscription_id IS NOT NULL))),
   CONSTRAINT outbox_events_event_check CHECK ((event = ANY (ARRAY['student.created'::text, 'lead.created'::text, 'group.enrolled'::text, 'lesson.completed'::text, 'payment.received'::text, 'webhook.test'::text]))),
   CONSTRAINT outbox_events_school_id_fkey FOREIGN KEY (school_id) REFERENCES schools(id),
   CONSTRAINT outbox_events_school_id_subscription_id_fkey FOREIGN KEY (school_id, subscription_id) REFERENCES webhook_subscriptions(school_id, id)
@@ -477,11 +478,13 @@ CREATE TABLE webhook_subscriptions (
   created_at timestamp with time zone DEFAULT now() NOT NULL,
   updated_at timestamp with time zone DEFAULT now() NOT NULL,
   action_times timestamp with time zone[] DEFAULT '{}'::timestamp with time zone[] NOT NULL,
+  listener_seen_at timestamp with time zone,
   CONSTRAINT webhook_subscriptions_pkey PRIMARY KEY (school_id, id),
   CONSTRAINT webhook_subscriptions_events_check CHECK ((cardinality(events) >= 1)),
   CONSTRAINT webhook_subscriptions_school_id_fkey FOREIGN KEY (school_id) REFERENCES schools(id),
   CONSTRAINT webhook_subscriptions_status_check CHECK ((status = ANY (ARRAY['active'::text, 'problematic'::text, 'disabled'::text])))
 );
+CREATE INDEX webhook_subscriptions_listeners ON webhook_subscriptions USING btree (listener_seen_at) WHERE (listener_seen_at IS NOT NULL);
 
 -- Functions
 

@@ -300,6 +300,11 @@ layer(Env, { excludeTestServices: true })("webhook subscriptions", (it) => {
           "VALIDATION_FAILED"
         )
         assert.include(String(spelled.fields?.["url"]), "127.0.0.1 is not a public address")
+        // docs/integrators.md "Receiving webhooks on your machine": the way to develop locally instead.
+        assert.include(
+          String(spelled.fields?.["url"]),
+          `To receive webhooks on your machine, run \`npm run cli -- webhooks listen --school ${a.schoolId} --forward-to`
+        )
         assert.strictEqual(yield* countRows("webhook_subscriptions", a.schoolId), before)
       }))
 

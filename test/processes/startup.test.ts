@@ -12,6 +12,7 @@
  * last migration for its first two seconds: a start that waits.
  */
 import { assert, layer } from "@effect/vitest"
+import { migrations } from "@school/persistence/Migrations"
 import { freePort } from "@school/runtime/Ports"
 import { Effect } from "effect"
 import { emptyDatabase, migrate, request, spawnProcess } from "../support/DatabaseStates.ts"
@@ -27,8 +28,13 @@ const STARTING = { error: { code: "not_ready", message: "The process is starting
 /** The dispatcher's readiness between its loop's start and its loop's first step. */
 const NOT_READY = { error: { code: "not_ready", message: "The database does not answer." } }
 /** The readiness of a process whose database lacks the last migration. */
+/** The database one migration behind the code: the newest is missing. */
 const BEHIND = {
-  error: { code: "migrations_missing", message: "The database lacks 1 migration: run npm run migrate.", missing: ["1000_login_throttle"] }
+  error: {
+    code: "migrations_missing",
+    message: "The database lacks 1 migration: run npm run migrate.",
+    missing: Object.keys(migrations).slice(-1)
+  }
 }
 
 interface Tally {

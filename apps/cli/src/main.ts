@@ -6,6 +6,8 @@
  *   keys create --school ID --scope read|write [--name NAME] [--expires-at ISO] [--json]
  *   keys revoke --school ID --key-id ID [--json]
  *   demo seed [--json]
+ *   webhooks listen --school ID --forward-to URL [--events a,b] [--json]
+ *   webhooks trigger --subscription ID --event EVENT [--json]
  *
  * Against DATABASE_URL. When it is unset, against the embedded PostgreSQL of
  * `npm start` (data in DATA_DIR, default .data/postgres): the running one if
@@ -46,6 +48,7 @@ import {
 import * as Settings from "@school/runtime/Settings"
 import { CliSettings } from "./CliSettings.ts"
 import { Database } from "./Database.ts"
+import { webhooksCommand } from "./WebhookCommands.ts"
 
 const PLANS = ["basic", "economy", "standard", "extended", "pro", "none"] as const
 
@@ -235,7 +238,8 @@ const cli = Command.make("cli").pipe(
     Command.make("demo").pipe(
       Command.withDescription("Demo data"),
       Command.withSubcommands([seed])
-    )
+    ),
+    webhooksCommand
   ])
 )
 
@@ -275,6 +279,7 @@ const program = Command.runWith(cli, { version: "1.0.0" })(process.argv.slice(2)
     EmailTaken: (error) => refused(`the login e-mail ${error.email} is already taken`),
     SchoolNotFound: (error) => refused(`no school with id ${error.schoolId}`),
     ApiKeyNotFound: (error) => refused(`school ${error.schoolId} has no API key with id ${error.keyId}`),
+    SubscriptionNotFound: (error) => refused(`no webhook subscription with id ${error.subscriptionId}`),
     DatabaseStartError: (error) => refused(error.message)
   }),
   Effect.catchTag("SqlError", (error) => refused(`cannot reach the database: ${error.message}`)),

@@ -186,6 +186,8 @@ const banner = (options: {
   readonly metricsUrls: { readonly api: string; readonly dispatcher: string }
   readonly database: Database
   readonly prepared: Prepared
+  /** WEBHOOK_ALLOW_INSECURE_URLS: whether the panel accepts http:// and loopback receivers. */
+  readonly localReceivers: boolean
 }): string => {
   const lines = [
     "",
@@ -194,6 +196,9 @@ const banner = (options: {
     `  Public API   ${options.baseUrl}`,
     `  Web panel    ${options.panelUrl} (the school's staff sign in here)`,
     `  Metrics      ${options.metricsUrls.api} (API), ${options.metricsUrls.dispatcher} (dispatcher)`,
+    `  Webhooks     local receivers (http://, loopback) ${
+      options.localReceivers ? "allowed (WEBHOOK_ALLOW_INSECURE_URLS=true)" : "refused: use npm run cli -- webhooks listen"
+    }`,
     ...databaseLines(options.database)
   ]
   Option.match(options.prepared.demo, {
@@ -325,7 +330,10 @@ const program = Effect.gen(function*() {
     api: `http://${host}:${ports.metrics}/metrics`,
     dispatcher: `http://${host}:${ports.dispatcher}/metrics`
   }
-  yield* Effect.sync(() => process.stdout.write(banner({ baseUrl, localUrl, panelUrl, metricsUrls, database, prepared })))
+  const localReceivers = yield* Settings.WEBHOOK_ALLOW_INSECURE_URLS
+  yield* Effect.sync(() =>
+    process.stdout.write(banner({ baseUrl, localUrl, panelUrl, metricsUrls, database, prepared, localReceivers }))
+  )
   // Runs until a signal interrupts it, a child or the embedded PostgreSQL dies, or our parent goes.
   yield* Effect.raceFirst(anyExited, parentGone)
 }).pipe(

@@ -32,6 +32,7 @@ import * as Ref from "effect/Ref"
 import * as RetryPlan from "@school/domain/RetryPlan"
 import * as WebhookSecret from "@school/domain/WebhookSecret"
 import { type Claimed, DeliveryQueue } from "@school/persistence/DeliveryQueue"
+import { Listeners } from "@school/persistence/Listeners"
 import * as SettingKinds from "@school/runtime/SettingKinds"
 import type { InvalidSetting } from "@school/runtime/SettingKinds"
 import { WEBHOOK_ALLOW_INSECURE_URLS, WEBHOOK_SECRET_KEY } from "@school/runtime/Settings"
@@ -110,6 +111,7 @@ const make =
       retention: yield* DELIVERY_RETENTION
     }
     const queue = yield* DeliveryQueue
+    const listeners = yield* Effect.serviceOption(Listeners)
     const timeoutMs = Math.max(1, Math.round(Duration.toMillis(options.timeout)))
     const leaseMs = Math.round(Duration.toMillis(leaseOf(options.timeout)))
     const pollMs = Math.round(Duration.toMillis(POLL_INTERVAL))
@@ -180,7 +182,15 @@ const make =
       queue,
       outage,
       retention: options.retention,
-      every: PURGE_INTERVAL
+      every: PURGE_INTERVAL,
+      // Local listeners whose CLI died (libs/persistence/src/Listeners.ts); a database away is the next run's.
+      ...(listeners._tag === "Some"
+        ? {
+          removeStaleListeners: listeners.value.removeStale.pipe(
+            Effect.catchCause((cause) => Effect.as(Effect.logWarning("dispatcher: stale listeners not removed", cause), 0))
+          )
+        }
+        : {})
     }))
     yield* Effect.forkScoped(ClockCheck.run(clock, CLOCK_INTERVAL))
 

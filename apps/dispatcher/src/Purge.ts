@@ -3,11 +3,13 @@
  * delivered, failed and skipped deliveries older than DELIVERY_RETENTION,
  * outside the last JOURNAL_KEEP of their subscription, in small batches (a
  * bounded number per run, so it never holds locks for long), every
- * `every`.
+ * `every`. Then the local listeners whose CLI died (Listeners `removeStale`,
+ * libs/persistence/src/Listeners.ts) when the process has `Listeners`.
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
+import type { SqlError } from "effect/sql"
 import type { DeliveryQueue } from "@school/persistence/DeliveryQueue"
 import type { Outage } from "./Outage.ts"
 
@@ -37,9 +39,13 @@ export const run = (options: {
   readonly outage: Outage
   readonly retention: Duration.Duration
   readonly every: Duration.Duration
+  /** Removes the listeners not seen lately: how many. */
+  readonly removeStaleListeners?: Effect.Effect<number, SqlError.SqlError>
 }) =>
   once(options.queue, options.retention).pipe(
     Effect.tap((purged) => purged.deliveries > 0 ? Effect.logInfo("dispatcher: purged old deliveries", purged) : Effect.void),
+    Effect.andThen(options.removeStaleListeners ?? Effect.succeed(0)),
+    Effect.tap((removed) => removed > 0 ? Effect.logInfo("dispatcher: removed stale local listeners", { removed }) : Effect.void),
     Effect.catch((error) => options.outage.failed("purge")(error)),
     Effect.repeat(Schedule.spaced(options.every)),
     Effect.delay(Duration.min(options.every, Duration.seconds(2)))

@@ -17,6 +17,7 @@
  * and waited for, and the process keeps running.
  */
 import { DeliveryQueue } from "@school/persistence/DeliveryQueue"
+import { Listeners } from "@school/persistence/Listeners"
 import * as Sql from "@school/persistence/Sql"
 import { checkConnection, describeUrl } from "@school/runtime/DatabaseConnection"
 import * as DatabaseStatus from "@school/runtime/DatabaseStatus"
@@ -57,7 +58,10 @@ const program = Effect.gen(function*() {
   // Reachable at start, or one line and exit 1; a database that answers no, or lacks migrations, is waited for.
   const first = yield* check
   if (!DatabaseStatus.answers(first) && first._tag !== "Refused") yield* checkConnection(url).pipe(Effect.provideContext(pool))
-  const queue = Context.merge(pool, yield* Layer.build(DeliveryQueue.layer.pipe(Layer.provide(Layer.succeedContext(pool)))))
+  const queue = Context.merge(
+    pool,
+    yield* Layer.build(Layer.mergeAll(DeliveryQueue.layer, Listeners.layer).pipe(Layer.provide(Layer.succeedContext(pool))))
+  )
   const shutdown = yield* Shutdown.make
   // The health routes answer from here on, while it waits for its database too.
   const health = yield* serveHealth(host, dispatcherPort).pipe(

@@ -158,6 +158,18 @@ export type ReceiverUrl =
 const invalid = (message: string): ReceiverUrl => ({ _tag: "Invalid", message })
 
 /**
+ * What the back office adds to the refusal of a receiver only insecure URLs
+ * would allow (docs/integrators.md "Receiving webhooks on your machine"): the
+ * CLI's local loop, which delivers on the operator's machine.
+ */
+export const localDevelopmentHint = (schoolId: number): string =>
+  `To receive webhooks on your machine, run \`npm run cli -- webhooks listen --school ${schoolId} --forward-to http://127.0.0.1:4000/hook\`.`
+
+/** Whether `text` is refused under `policy` only because insecure receivers (http, internal addresses) are not allowed. */
+export const refusedAsInsecure = (text: string, policy: Policy): boolean =>
+  !policy.allowInsecure && parseReceiverUrl(text, { allowInsecure: true })._tag === "Valid"
+
+/**
  * Reads a receiver URL under `policy`: the normalised URL and its host, or
  * why it is refused. A literal address is checked here; a host name is
  * returned for the caller to resolve and check with `resolvedRefusal`.

@@ -30,10 +30,12 @@ export const deliveryBody = (options: {
   readonly accountId: number
   readonly payloadJson: string
   readonly timestamp: string
+  /** A sample event (`webhooks trigger`): the body ends with `"sample":true`. */
+  readonly sample?: boolean
 }): string =>
   `{"event":${JSON.stringify(options.event)},"account_id":${JSON.stringify(options.accountId)},"payload":${options.payloadJson},"timestamp":${
     JSON.stringify(options.timestamp)
-  }}`
+  }${options.sample === true ? `,"sample":true` : ""}}`
 
 /** `X-Service-Signature`: hex HMAC-SHA256 of the body, keyed with the secret string's UTF-8 bytes. */
 export const serviceSignature = (secret: string, body: string): string =>

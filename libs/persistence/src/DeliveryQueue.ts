@@ -202,9 +202,52 @@ export const deliveryBodySql = (sql: SqlClient.SqlClient, of: {
   readonly accountId: Fragment
   readonly payload: Fragment
   readonly timestamp: Fragment
+  /** A boolean expression: true for a sample event (`webhooks trigger`), whose body ends with `"sample":true`. */
+  readonly sample?: Fragment
 }): Fragment =>
   sql`'{"event":' || to_json(${of.event})::text || ',"account_id":' || (${of.accountId})::text ||
-    ',"payload":' || (${of.payload})::text || ',"timestamp":' || to_json(${of.timestamp})::text || '}'`
+    ',"payload":' || (${of.payload})::text || ',"timestamp":' || to_json(${of.timestamp})::text || ${
+    of.sample === undefined ? sql`` : sql`CASE WHEN ${of.sample} THEN ',"sample":true' ELSE '' END ||`
+  } '}'`
+
+/**
+ * A first attempt's body as a claim stores it, over the claimed delivery `d` and its event `e`: the
+ * first attempt's time as the API writes times. Shared by the dispatcher's claim and a local
+ * listener's (Listeners.ts).
+ */
+export const firstBodySql = (sql: SqlClient.SqlClient): Fragment =>
+  deliveryBodySql(sql, {
+    event: sql.literal("d.event"),
+    accountId: sql.literal("d.school_id"),
+    payload: sql.literal("e.payload"),
+    timestamp: sql.literal("api_ts(now())"),
+    sample: sql.literal("e.sample")
+  })
+
+/**
+ * A claim's lease, over the CTE `picked` (`school_id`, `id`) of the deliveries it takes: each leased
+ * for `leaseMs`, a first attempt's body built and stored (`firstBodySql`), joined to its
+ * subscription `w` and event `e` for the RETURNING the caller adds (`claimedColumnsSql`). Shared
+ * by the dispatcher's claim and a local listener's (Listeners.ts).
+ */
+export const leasePickedSql = (sql: SqlClient.SqlClient, leaseMs: number): Fragment =>
+  sql`
+    UPDATE webhook_deliveries d
+    SET lease_until = now() + ${leaseMs}::int * interval '1 millisecond',
+        -- The body, built once (deliveryBodySql): the payload's stored JSON text spliced in
+        -- unchanged (exact numbers), the first attempt's time (api_ts: microseconds, Z).
+        body = coalesce(d.body, ${firstBodySql(sql)})
+    FROM picked p, webhook_subscriptions w, outbox_events e
+    WHERE d.school_id = p.school_id AND d.id = p.id
+      AND w.school_id = d.school_id AND w.id = d.subscription_id
+      AND e.school_id = d.school_id AND e.id = d.event_id`
+
+/** What a claim returns of a delivery `d` (leased), its subscription `w` and its event `e`: a `Claimed` but its level. */
+export const claimedColumnsSql = (sql: SqlClient.SqlClient): Fragment =>
+  sql.literal(`d.school_id, d.id::float8 AS id, d.public_id, d.subscription_id, d.event, d.attempts + 1 AS attempt,
+            d.postponements::int AS postponements,
+            d.lease_until::text AS lease, d.body,
+            w.url, w.secret_ciphertext, e.traceparent`)
 
 /** The first row a statement always returns one of; its absence is a defect. */
 const single = <A>(rows: ReadonlyArray<A>): Effect.Effect<A> =>
@@ -252,13 +295,6 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const pg = yield* Effect.serviceOption(PgClient.PgClient)
-      // A first attempt's body, as the claim stores it: the first attempt's time as the API writes times.
-      const firstBody = deliveryBodySql(sql, {
-        event: sql.literal("d.event"),
-        accountId: sql.literal("d.school_id"),
-        payload: sql.literal("e.payload"),
-        timestamp: sql.literal("api_ts(now())")
-      })
 
       const wakeups = Option.match(pg, {
         onNone: () => Effect.never,
@@ -332,7 +368,8 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
               ORDER BY d.school_id, d.subscription_id LIMIT 1
             ) n
           ), open AS (
-            -- What each subscription's cap leaves; disabled subscriptions wait.
+            -- What each subscription's cap leaves; disabled subscriptions wait; a local listener's
+            -- deliveries are its CLI's (Listeners.ts), never a dispatcher's.
             SELECT s.school_id, s.subscription_id, greatest(0, ${options.perSubscription}::int - (
               SELECT count(*) FROM webhook_deliveries l
               WHERE l.school_id = s.school_id AND l.subscription_id = s.subscription_id
@@ -341,6 +378,7 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
             FROM subs s
             JOIN webhook_subscriptions w
               ON w.school_id = s.school_id AND w.id = s.subscription_id AND w.status <> 'disabled'
+             AND w.listener_seen_at IS NULL
           ), candidates AS (
             -- Each subscription's due work by due time, retries and first attempts alike, within its room.
             SELECT o.school_id, o.subscription_id, c.id, c.next_attempt_at,
@@ -373,19 +411,8 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
             ORDER BY r.level, r.school_id <= ${options.after}::int, r.school_id
             LIMIT ${options.limit}
           )
-          UPDATE webhook_deliveries d
-          SET lease_until = now() + ${options.leaseMs}::int * interval '1 millisecond',
-              -- The body, built once (deliveryBodySql): the payload's stored JSON text spliced in
-              -- unchanged (exact numbers), the first attempt's time (api_ts: microseconds, Z).
-              body = coalesce(d.body, ${firstBody})
-          FROM picked p, webhook_subscriptions w, outbox_events e
-          WHERE d.school_id = p.school_id AND d.id = p.id
-            AND w.school_id = d.school_id AND w.id = d.subscription_id
-            AND e.school_id = d.school_id AND e.id = d.event_id
-          RETURNING d.school_id, d.id::float8 AS id, d.public_id, d.subscription_id, d.event, d.attempts + 1 AS attempt,
-            d.postponements::int AS postponements,
-            d.lease_until::text AS lease, d.body,
-            w.url, w.secret_ciphertext, p.level::int AS level, e.traceparent`.pipe(
+          ${leasePickedSql(sql, options.leaseMs)}
+          RETURNING ${claimedColumnsSql(sql)}, p.level::int AS level`.pipe(
           Effect.flatMap((rows) => Effect.orDie(decodeClaimed(rows)))
         )
 
@@ -440,7 +467,7 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
                 UPDATE webhook_subscriptions s
                 SET status = CASE o.outcome WHEN 'failed' THEN 'problematic' ELSE 'active' END, updated_at = now()
                 FROM outcomes o
-                WHERE s.school_id = o.school_id AND s.id = o.subscription_id
+                WHERE s.school_id = o.school_id AND s.id = o.subscription_id AND s.listener_seen_at IS NULL
                   AND ((o.outcome = 'failed' AND s.status = 'active') OR (o.outcome = 'delivered' AND s.status = 'problematic'))
                 RETURNING s.school_id, s.id, s.url, s.status
               ), notified AS (
@@ -543,6 +570,7 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
           WITH due AS (
             SELECT d.next_attempt_at FROM webhook_deliveries d
             JOIN webhook_subscriptions s ON s.school_id = d.school_id AND s.id = d.subscription_id AND s.status <> 'disabled'
+              AND s.listener_seen_at IS NULL
             WHERE d.status = 'pending' AND d.next_attempt_at <= now()
               AND (d.lease_until IS NULL OR d.lease_until <= now())
           )

@@ -26,7 +26,7 @@ import { CurrentEmployee } from "@school/domain/api/BackOfficeMiddleware"
 import { normalizeEvents } from "@school/domain/WebhookSubscriptions"
 import * as Pagination from "@school/domain/Pagination"
 import { DEFAULT_ACTIONS_PER_MINUTE, DEFAULT_MAX_SUBSCRIPTIONS } from "@school/domain/WebhookLimits"
-import { parseReceiverUrl, type Policy } from "@school/domain/ReceiverAddress"
+import { localDevelopmentHint, parseReceiverUrl, type Policy, refusedAsInsecure } from "@school/domain/ReceiverAddress"
 import * as WebhookSecret from "@school/domain/WebhookSecret"
 import { type Created, type Creation, type Queued, Webhooks } from "@school/persistence/Webhooks"
 import * as ReceiverHosts from "@school/runtime/ReceiverHosts"
@@ -170,11 +170,18 @@ const WebhooksGroupLive = HttpApiBuilder.group(
      * docs/decisions.md "Webhooks": the receiver URL as stored (normalised),
      * or 422 with `fields.url`. A host name is resolved and every address
      * checked; with insecure URLs allowed there is nothing to refuse, so no
-     * lookup is made (the dispatcher checks again at delivery).
+     * lookup is made (the dispatcher checks again at delivery). A receiver
+     * refused only because it is http or internal (loopback, private) gets
+     * the way to develop locally (docs/integrators.md "Receiving webhooks on
+     * your machine").
      */
     const checkUrl = Effect.fnUntraced(function*(text: string) {
+      const { schoolId } = yield* CurrentEmployee
+      const local = (message: string) => `${message}. ${localDevelopmentHint(schoolId)}`
       const parsed = parseReceiverUrl(text, policy)
-      if (parsed._tag === "Invalid") return yield* urlRefused(parsed.message)
+      if (parsed._tag === "Invalid") {
+        return yield* urlRefused(refusedAsInsecure(text, policy) ? local(parsed.message) : parsed.message)
+      }
       if (parsed.host._tag === "Name" && !policy.allowInsecure) {
         // The dispatcher's own check (libs/runtime/src/ReceiverHosts.ts), with this API's resolver.
         const hosts = ReceiverHosts.make({
@@ -182,7 +189,10 @@ const WebhooksGroupLive = HttpApiBuilder.group(
           timeout: RESOLVE_TIMEOUT,
           lookup: ReceiverHosts.lookupOfAddresses(resolve)
         })
-        yield* Effect.mapError(hosts.resolve(parsed.host.name), (refusal) => urlRefused(refusal.message))
+        yield* Effect.mapError(
+          hosts.resolve(parsed.host.name),
+          (refusal) => urlRefused(refusal.reason === "blocked_address" ? local(refusal.message) : refusal.message)
+        )
       }
       return parsed.href
     })
