@@ -54,7 +54,7 @@ const pollFromSpawn = (
   paths: ReadonlyArray<string>,
   output: () => string,
   running: (output: string) => boolean,
-  onTick: (elapsedMs: number) => Effect.Effect<void> = () => Effect.void
+  onTick: (elapsedMs: number, starting: number) => Effect.Effect<void> = () => Effect.void
 ) =>
   Effect.gen(function*() {
     const started = Date.now()
@@ -64,7 +64,7 @@ const pollFromSpawn = (
     let runningAt: number | undefined
     let after = 0
     for (let index = 0; after < 5 && Date.now() - started < 25_000; index++) {
-      yield* onTick(Date.now() - started)
+      yield* onTick(Date.now() - started, starting)
       if (runningAt === undefined && running(output())) runningAt = Date.now() - started
       const path = paths[index % paths.length] ?? "/"
       const answer = yield* request(`http://127.0.0.1:${port}${path}`, TIMEOUT_MS)
@@ -126,8 +126,9 @@ layer(TestDatabase.layer, { excludeTestServices: true })("a process that starts 
         ["/health/ready", "/health/live"],
         dispatcher.output,
         (output) => output.includes("dispatcher ready"),
-        (elapsedMs) => {
-          if (migrated || elapsedMs < 2_000) return Effect.void
+        // Migrated once a 503 of the starting dispatcher was seen (however long it took to listen), or after 15 s.
+        (elapsedMs, starting) => {
+          if (migrated || (starting === 0 && elapsedMs < 15_000)) return Effect.void
           migrated = true
           return migrate(database.url)
         }
