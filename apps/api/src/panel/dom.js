@@ -395,6 +395,14 @@ export const problem = (failure, doing = "Something went wrong.") =>
     : notice("error", doing, failure.message)
 
 /**
+ * How long a 429 says to wait, in words: "17 seconds", "1 second", or "a
+ * little while" without `Retry-After`.
+ * @param {number | undefined} retryAfter
+ */
+export const waitText = (retryAfter) =>
+  retryAfter === undefined ? "a little while" : `${retryAfter} second${retryAfter === 1 ? "" : "s"}`
+
+/**
  * Shows why a form's submission failed: a 422's `fields` next to the
  * fields they name (and what names no field of the form above its button,
  * in `formProblem`), anything else as one `problem`.

@@ -6,7 +6,7 @@
  * ended the reader's other sessions, and the page says so.
  */
 import * as Api from "./api.js"
-import { field, form, h, notice, problem, replace, showFieldErrors } from "./dom.js"
+import { field, form, h, notice, problem, replace, showFieldErrors, waitText } from "./dom.js"
 import { length, PASSWORD_MIN } from "./staff.js"
 
 /** @typedef {import("./app.js").ViewContext} ViewContext */
@@ -46,7 +46,7 @@ export const renderPassword = async (context) => {
       return
     }
     if (reply.code === "TOO_MANY_ATTEMPTS") {
-      const wait = reply.retryAfter === undefined ? "a little while" : `${reply.retryAfter} second${reply.retryAfter === 1 ? "" : "s"}`
+      const wait = waitText(reply.retryAfter)
       replace(formProblem, notice("error", "Too many wrong passwords.", `Changing the password is paused for a while (too many wrong current passwords). Wait ${wait} and try again.`))
       return
     }

@@ -5,7 +5,7 @@
  * was wrong); `TOO_MANY_ATTEMPTS` says how long to wait.
  */
 import * as Api from "./api.js"
-import { field, form, h, notice, replace, showFieldErrors } from "./dom.js"
+import { field, form, h, notice, replace, showFieldErrors, waitText } from "./dom.js"
 
 /**
  * @param {HTMLElement} view
@@ -42,7 +42,7 @@ export const renderSignIn = (view, message, signedIn) => {
       replace(problem, notice("error", "Wrong e-mail or password.", "Check both and try again."))
       password.control.focus()
     } else if (reply.code === "TOO_MANY_ATTEMPTS") {
-      const wait = reply.retryAfter === undefined ? "a little while" : `${reply.retryAfter} second${reply.retryAfter === 1 ? "" : "s"}`
+      const wait = waitText(reply.retryAfter)
       replace(
         problem,
         notice("error", "Too many failed sign-ins.", `Signing in is paused for a while (too many failed attempts for this e-mail or from this network). Wait ${wait} and try again.`)
