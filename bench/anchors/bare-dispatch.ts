@@ -3,7 +3,7 @@
  * the dispatcher's own claim statement (libs/persistence/src/DeliveryQueue.ts
  * `claim`, same driver, same pool size, same batch and caps), signs and
  * POSTs each stored body with the dispatcher's receiver client
- * (apps/dispatcher/src/Receiver.ts `postAttempt`: same sockets bound, same
+ * (libs/runtime/src/Receiver.ts `postAttempt`: same sockets bound, same
  * time-out, the delivery's opaque id as `webhook-id`), keeping
  * DISPATCHER_CONCURRENCY attempts in flight, and marks the deliveries
  * `delivered` in batches. Nothing else: no fan-out (the harness loads
@@ -19,7 +19,7 @@ import * as FairShare from "@school/domain/FairShare"
 import * as WebhookSecret from "@school/domain/WebhookSecret"
 import { type Claimed, DeliveryQueue } from "@school/persistence/DeliveryQueue"
 import * as Sql from "@school/persistence/Sql"
-import * as Receiver from "../../apps/dispatcher/src/Receiver.ts"
+import * as Receiver from "../../libs/runtime/src/Receiver.ts"
 
 const concurrency = Number(process.env["BENCH_CONCURRENCY"] ?? 32)
 const perSubscription = Number(process.env["BENCH_PER_SUBSCRIPTION"] ?? 4)

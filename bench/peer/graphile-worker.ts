@@ -5,7 +5,7 @@
  * delivery (the harness adds them in bulk with `addJobs`). The task sends the
  * same POST the dispatcher sends: the same body bytes (carried in the job),
  * the same signature headers and HTTP client as the dispatcher
- * (apps/dispatcher/src/Receiver.ts `postAttempt`, with its bounded keep-alive
+ * (libs/runtime/src/Receiver.ts `postAttempt`, with its bounded keep-alive
  * sockets; the job's numeric delivery id as an opaque `msg_` id, `opaqueId`;
  * the secret decrypted per job as the dispatcher does it). A
  * non-2xx answer throws, so graphile-worker retries it with its own backoff.
@@ -22,7 +22,7 @@ import { Logger, run } from "graphile-worker"
 import { Duration, ManagedRuntime, Option, Result } from "effect"
 import pg from "pg"
 import * as WebhookSecret from "@school/domain/WebhookSecret"
-import * as Receiver from "../../apps/dispatcher/src/Receiver.ts"
+import * as Receiver from "../../libs/runtime/src/Receiver.ts"
 
 const connectionString = process.env["DATABASE_URL"] ?? ""
 const concurrency = Number(process.env["BENCH_CONCURRENCY"] ?? 32)

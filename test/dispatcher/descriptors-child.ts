@@ -8,7 +8,7 @@
  */
 import { Duration, Effect, ManagedRuntime } from "effect"
 import * as Fs from "node:fs"
-import { Receiver } from "../../apps/dispatcher/src/Receiver.ts"
+import { Receiver } from "../../libs/runtime/src/Receiver.ts"
 
 const [byAddress = "", byName = ""] = process.argv.slice(2)
 

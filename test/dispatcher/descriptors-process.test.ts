@@ -1,5 +1,5 @@
 /**
- * The dispatcher process and its descriptors (apps/dispatcher/src/Receiver.ts:
+ * The dispatcher process and its descriptors (libs/runtime/src/Receiver.ts:
  * sockets bounded, failures on our side told apart; apps/dispatcher/src/Sender.ts:
  * such an attempt postponed, not counted):
  *

@@ -1,5 +1,5 @@
 /**
- * A failure on our side is reported as ours (apps/dispatcher/src/Receiver.ts
+ * A failure on our side is reported as ours (libs/runtime/src/Receiver.ts
  * `Outcome.ours`): the receiver client in a child process under a low
  * descriptor limit (`prlimit --nofile`), with every descriptor taken
  * (test/dispatcher/descriptors-child.ts). An attempt to a receiver by
@@ -14,7 +14,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { spawn, spawnSync } from "node:child_process"
 import { fileURLToPath } from "node:url"
-import { boundUnder, descriptorLimit, RESERVED_DESCRIPTORS, SOCKET_MARGIN, socketBound } from "../../apps/dispatcher/src/Receiver.ts"
+import { boundUnder, descriptorLimit, RESERVED_DESCRIPTORS, SOCKET_MARGIN, socketBound } from "../../libs/runtime/src/Receiver.ts"
 import { startReceiver } from "../support/Receivers.ts"
 
 const CHILD = fileURLToPath(new URL("./descriptors-child.ts", import.meta.url))

@@ -1,5 +1,5 @@
 /**
- * The receiver client (apps/dispatcher/src/Receiver.ts; docs/decisions.md
+ * The receiver client (libs/runtime/src/Receiver.ts; docs/decisions.md
  * "Webhooks") against real receivers on loopback, no database: an attempt
  * signed with the delivery's opaque id; at most 4 KiB of a body read; a 3xx
  * not followed; a time-out covering the whole attempt, after which the
@@ -20,7 +20,7 @@ import * as Signature from "@school/domain/WebhookSignature"
 import * as ReceiverHosts from "@school/runtime/ReceiverHosts"
 import type { LookupAddress } from "node:dns"
 import * as Net from "node:net"
-import { ownFailure, Receiver, type ReceiverOptions, RESPONSE_BODY_LIMIT } from "../../apps/dispatcher/src/Receiver.ts"
+import { ownFailure, Receiver, type ReceiverOptions, RESPONSE_BODY_LIMIT } from "../../libs/runtime/src/Receiver.ts"
 import { closeMidResponse, hang, ok, redirect, startReceiver, status } from "../support/Receivers.ts"
 
 const OPTIONS: ReceiverOptions = { concurrency: 4, timeout: Duration.millis(500), allowInsecureUrls: true }

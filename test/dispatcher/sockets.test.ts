@@ -1,5 +1,5 @@
 /**
- * The receiver client's sockets are bounded (apps/dispatcher/src/Receiver.ts;
+ * The receiver client's sockets are bounded (libs/runtime/src/Receiver.ts;
  * docs/operations.md "Connections to receivers": sockets are a shared
  * resource), counted at real receivers on loopback whose servers never
  * close an idle keep-alive connection (`keepAliveTimeout = 0`), so whatever
@@ -19,7 +19,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
-import { IDLE_PER_HOST, IDLE_TIMEOUT, make, type ReceiverShape } from "../../apps/dispatcher/src/Receiver.ts"
+import { IDLE_PER_HOST, IDLE_TIMEOUT, make, type ReceiverShape } from "../../libs/runtime/src/Receiver.ts"
 import { connectionGauge, delay, ok, type Receiver, startReceiver } from "../support/Receivers.ts"
 
 const post = (url: string) => ({ url, headers: { "content-type": "application/json" }, body: "{}" })

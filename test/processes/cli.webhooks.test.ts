@@ -9,18 +9,28 @@
  * listener and its deliveries. `--events` filters; `--json` has its exact
  * shapes. `webhooks trigger` sends a sample of every catalog event to its
  * one subscription only; bad arguments exit 2, an unknown subscription 1.
+ * The listener wakes on the outbox's NOTIFY: an event written after it sat
+ * idle reaches the receiver well before its 5 s fallback poll. It sends
+ * with the dispatcher's receiver client: a redirect is not followed and a
+ * refused connection is the journal's `connection_refused`. Listeners have
+ * their own bound per school (MAX_LISTENERS: the next `listen` is one line,
+ * exit 1) and neither count against WEBHOOK_MAX_SUBSCRIPTIONS nor show in
+ * the back office's list (what the panel's list shows) or by id.
  */
 import { assert, layer } from "@effect/vitest"
 import { Deferred, Effect, Exit, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { spawn } from "node:child_process"
 import { Webhook } from "standardwebhooks"
+import { HostResolver, type Resolve } from "@school/api/http/backoffice/Webhooks"
 import { EVENT_NAMES } from "@school/domain/Events"
+import { MAX_LISTENERS } from "@school/persistence/Listeners"
 import * as WebhookSecret from "@school/domain/WebhookSecret"
 import { V1 } from "../support/Clients.ts"
 import * as Fixtures from "../support/Fixtures.ts"
 import { entryPoints, environment, lines, run, startDispatcher } from "../support/Processes.ts"
-import { type Received, startReceiver } from "../support/Receivers.ts"
+import * as BackOffice from "../support/BackOffice.ts"
+import { redirect, type Received, startReceiver } from "../support/Receivers.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
 import { TestServer } from "../support/TestServer.ts"
 
@@ -113,7 +123,31 @@ const countOf = (query: string, id: number) =>
     return rows[0]?.n ?? -1
   }).pipe(Effect.orDie)
 
-const Env = TestServer.layer().pipe(Layer.provideMerge(TestDatabase.layer))
+/** Listeners of the school opened in SQL, as `webhooks listen` opens them (seen now). */
+const openListeners = (schoolId: number, count: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const sealed = WebhookSecret.encrypt(WebhookSecret.DEVELOPMENT_KEY, WebhookSecret.generateSecret())
+    const rows = yield* sql<{ id: number }>`
+      INSERT INTO webhook_subscriptions (school_id, url, events, secret_ciphertext, listener_seen_at)
+      SELECT ${schoolId}, 'http://127.0.0.1:9/listener', ARRAY['student.created'], ${sealed}, now()
+      FROM generate_series(1, ${count}) RETURNING id`
+    return rows.map((row) => row.id)
+  }).pipe(Effect.orDie)
+
+const HOOK = "https://hooks.example.test/in"
+const resolve: Resolve = (host) =>
+  host === "hooks.example.test" ? Effect.succeed(["93.184.215.14"]) : Effect.fail(`${host} does not resolve`)
+const WebhooksPage = Schema.Struct({
+  data: Schema.Array(Schema.Struct({ id: Schema.Int })),
+  meta: Schema.Struct({ total: Schema.Int })
+})
+
+// WEBHOOK_MAX_SUBSCRIPTIONS low, so the test of the bounds fills a school's subscriptions in two requests.
+const Env = TestServer.layer({ settings: { WEBHOOK_MAX_SUBSCRIPTIONS: "2" } }).pipe(
+  Layer.provide(Layer.succeed(HostResolver, resolve)),
+  Layer.provideMerge(TestDatabase.layer)
+)
 
 layer(Env, { excludeTestServices: true, timeout: 180_000 })("cli webhooks", (it) => {
   it.effect("listen delivers a real event signed with its printed secret, one line each; the dispatcher leaves it; SIGINT removes it", () =>
@@ -245,6 +279,88 @@ layer(Env, { excludeTestServices: true, timeout: 180_000 })("cli webhooks", (it)
       assert.strictEqual(other.received.length, 0)
       assert.strictEqual(target.received.length, EVENT_NAMES.length)
       assert.strictEqual(yield* countOf(`SELECT count(*)::int AS n FROM webhook_subscriptions WHERE id = $1`, stale), 0)
+    }).pipe(Effect.scoped))
+
+  it.effect("an event reaches an idle listener within tens of ms (the outbox's NOTIFY, not the 5 s poll); production's client: no redirect, its error kinds", () =>
+    Effect.gen(function*() {
+      const server = yield* TestServer
+      const { schoolId } = yield* Fixtures.school("pro", "Wake School")
+      yield* Fixtures.funnel(schoolId, "Main", true, [["Incoming", 10]])
+      const writeKey = yield* Fixtures.key(schoolId, { scope: "write" })
+      const receiver = yield* startReceiver()
+      const listening = yield* listen(["--school", String(schoolId), "--forward-to", receiver.url, "--events", "lead.created", "--json"])
+      yield* listening.waitForLines(1)
+      const latencies: Array<number> = []
+      for (let i = 1; i <= 3; i++) {
+        // Idle first: a listener that polled would have its next look up to 5 s away.
+        yield* Effect.sleep("700 millis")
+        const started = Date.now()
+        const reply = yield* Effect.orDie(
+          server.raw.post(`${V1}/leads`, { key: writeKey, idempotencyKey: `wake-${i}-${Date.now()}`, body: { phone: "12345" } })
+        )
+        assert.strictEqual(reply.status, 201, reply.text)
+        yield* receiver.waitFor(i, 10_000)
+        latencies.push(Date.now() - started)
+      }
+      assert.isTrue(latencies.every((ms) => ms < 1_000), `each within a second: ${latencies.join(", ")} ms`)
+      assert.strictEqual(yield* listening.stop("SIGINT"), 0, listening.stderr())
+
+      // A redirect is a failure, not followed (the dispatcher's client); a refused connection has its own kind.
+      const moved = yield* startReceiver(() => redirect(receiver.url))
+      for (const [target, status, error] of [[moved.url, 302, null], ["http://127.0.0.1:9/closed", null, "connection_refused"]] as const) {
+        const other = yield* listen(["--school", String(schoolId), "--forward-to", target, "--json"])
+        const opened = decodeOpened((yield* other.waitForLines(1))[0] ?? "")
+        const triggered = yield* cli(["webhooks", "trigger", "--subscription", String(opened.subscription_id), "--event", "lead.created"])
+        assert.strictEqual(triggered.code, 0, triggered.stderr)
+        const printed = JSON.parse((yield* other.waitForLines(2))[1] ?? "{}") as Record<string, unknown>
+        assert.deepStrictEqual([printed["status"], printed["error"]], [status, error])
+        assert.strictEqual(yield* other.stop("SIGINT"), 0, other.stderr())
+      }
+      assert.strictEqual(receiver.received.length, 3, "the redirect was not followed")
+    }).pipe(Effect.scoped))
+
+  it.effect("listeners have their own bound, do not count against WEBHOOK_MAX_SUBSCRIPTIONS and do not show in the back office", () =>
+    Effect.gen(function*() {
+      assert.strictEqual(MAX_LISTENERS, 10)
+      const staff = yield* BackOffice.staffSchool()
+      const owner = yield* BackOffice.crm(staff.emails.owner)
+      const receiver = yield* startReceiver()
+      const running = yield* listen(["--school", String(staff.schoolId), "--forward-to", receiver.url, "--json"])
+      const opened = decodeOpened((yield* running.waitForLines(1))[0] ?? "")
+      const others = yield* openListeners(staff.schoolId, MAX_LISTENERS - 1)
+      const listenerIds = [opened.subscription_id, ...others]
+
+      // The school's real subscriptions: WEBHOOK_MAX_SUBSCRIPTIONS (2 here) of them, whatever the listeners.
+      const created: Array<number> = []
+      for (let i = 0; i < 2; i++) {
+        created.push(BackOffice.dataOf(BackOffice.CreatedWebhook, yield* owner.post("/webhooks", { url: HOOK, events: ["student.created"] }), 201).id)
+      }
+      BackOffice.expectError(yield* owner.post("/webhooks", { url: HOOK, events: ["student.created"] }), 409, "CONFLICT")
+
+      // The list (what the panel shows) and a listener's id: no listener.
+      const reply = yield* owner.get("/webhooks?per_page=100")
+      assert.strictEqual(reply.status, 200, reply.text)
+      const listed = Schema.decodeUnknownSync(WebhooksPage)(reply.json)
+      assert.deepStrictEqual(listed.data.map((row) => row.id), created)
+      assert.strictEqual(listed.meta.total, 2)
+      for (const id of listenerIds.slice(0, 2)) BackOffice.expectError(yield* owner.get(`/webhooks/${id}`), 404, "NOT_FOUND")
+
+      // The bound: the next listen is refused in one line, exit 1, and opens nothing.
+      const refused = yield* cli(["webhooks", "listen", "--school", String(staff.schoolId), "--forward-to", receiver.url])
+      assert.strictEqual(refused.code, 1, refused.stderr)
+      assert.deepStrictEqual(lines(refused.stderr), [
+        `error: school ${staff.schoolId} has ${MAX_LISTENERS} listeners open already, the most it may have; stop one (Ctrl-C) first`
+      ])
+      assert.strictEqual(refused.stdout, "")
+      assert.strictEqual(
+        yield* countOf(`SELECT count(*)::int AS n FROM webhook_subscriptions WHERE school_id = $1 AND listener_seen_at IS NOT NULL`, staff.schoolId),
+        MAX_LISTENERS
+      )
+      // One stopped makes room.
+      assert.strictEqual(yield* running.stop("SIGINT"), 0, running.stderr())
+      const next = yield* listen(["--school", String(staff.schoolId), "--forward-to", receiver.url, "--json"])
+      decodeOpened((yield* next.waitForLines(1))[0] ?? "")
+      assert.strictEqual(yield* next.stop("SIGTERM"), 0, next.stderr())
     }).pipe(Effect.scoped))
 
   it.effect("bad arguments: one line, exit 2; an unknown subscription or school: one line, exit 1", () =>

@@ -9,7 +9,13 @@
  *   elsewhere and never claims them), signed exactly as the dispatcher signs
  *   (libs/domain/src/WebhookSignature.ts `attemptHeaders`), each attempt
  *   recorded in the journal (DeliveryQueue `record`) and printed on one
- *   line. It fans the outbox out too, so it works without a dispatcher. An
+ *   line. It sends with the dispatcher's receiver client
+ *   (libs/runtime/src/Receiver.ts), so the time-out, the response kept, no
+ *   redirects and the error kinds are production's, and it looks for work
+ *   when the outbox's NOTIFY wakes it (a slow poll behind it). A school has
+ *   at most MAX_LISTENERS listeners open (Listeners.ts), outside
+ *   WEBHOOK_MAX_SUBSCRIPTIONS. It fans the outbox out too, so it works
+ *   without a dispatcher. An
  *   `http://` or loopback URL is accepted whatever WEBHOOK_ALLOW_INSECURE_URLS
  *   says: the operator has the database anyway. SIGINT or SIGTERM deletes
  *   the listener with its deliveries; one whose CLI died is removed once not
@@ -25,7 +31,9 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
+import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
 import { randomBytes } from "node:crypto"
@@ -33,20 +41,31 @@ import { EVENT_NAMES, type EventName, isSubscribable, SUBSCRIBABLE_EVENTS, type 
 import { samplePayloadJson } from "@school/domain/EventSamples"
 import * as Ids from "@school/domain/Ids"
 import * as WebhookSecret from "@school/domain/WebhookSecret"
-import { attemptHeaders } from "@school/domain/WebhookSignature"
 import { WebhookId } from "@school/domain/WebhookSubscriptions"
 import { type AttemptRecord, type Claimed, DeliveryQueue } from "@school/persistence/DeliveryQueue"
 import { HEARTBEAT_MS, Listeners } from "@school/persistence/Listeners"
+import { Receiver } from "@school/runtime/Receiver"
 import { Database } from "./Database.ts"
 
-/** How long one local attempt may take. */
-const TIMEOUT_MS = 10_000
-/** How often the listener looks for work (it fans out and claims). */
-const POLL = Duration.millis(200)
+/** How long one local attempt may take: WEBHOOK_TIMEOUT's default (the setting is the dispatcher's). */
+const TIMEOUT = Duration.seconds(10)
+/**
+ * The listener looks for work (fans out and claims) when the outbox's NOTIFY wakes it, the one the dispatcher's
+ * fan-out listens to (DeliveryQueue `wakeups`), and at the latest every POLL: the safety net for a lost listen
+ * connection. Idle, it makes one query every POLL.
+ */
+const POLL = Duration.seconds(5)
+/**
+ * After a wake-up, one more look this much later: a dispatcher running beside the CLI may have fanned the event out
+ * first, its deliveries not committed yet when the CLI looked.
+ */
+const FOLLOW_UP = Duration.millis(100)
+/** Deliveries claimed per look; a full claim looks again at once. */
+const CLAIM_BATCH = 10
+/** Outbox events fanned out per look; a full batch looks again at once. */
+const FAN_OUT_BATCH = 100
 /** How often the listener says it is alive (a listener not seen for STALE_AFTER_MS is removed). */
 const HEARTBEAT = Duration.millis(HEARTBEAT_MS)
-/** The response body kept in the journal, as the dispatcher keeps it. */
-const RESPONSE_BODY_MAX = 4096
 
 /** `webhooks trigger` for a subscription that does not exist: exit 1. */
 export class SubscriptionNotFound extends Schema.TaggedError<SubscriptionNotFound>()("SubscriptionNotFound", {
@@ -80,32 +99,23 @@ const eventsFlag = Flag.String("events").pipe(
   Flag.withDescription(`Events to receive (default: all): ${SUBSCRIBABLE_EVENTS.join(", ")}`)
 )
 
-/** One attempt: POST the stored body with the dispatcher's headers; never fails; Ctrl-C aborts it. */
-const post = (url: string, secret: string, delivery: Claimed, at: Date) =>
-  Effect.promise(async (interrupted) => {
-    const started = performance.now()
-    const ms = () => Math.round(performance.now() - started)
-    try {
-      const response = await fetch(url, {
-        method: "POST",
-        redirect: "manual",
-        signal: AbortSignal.any([interrupted, AbortSignal.timeout(TIMEOUT_MS)]),
-        headers: attemptHeaders({
-          secret,
-          deliveryId: delivery.public_id,
-          event: delivery.event,
-          body: delivery.body,
-          nowSeconds: Math.floor(at.getTime() / 1000)
-        }),
-        body: delivery.body
-      })
-      const text = (await response.text()).slice(0, RESPONSE_BODY_MAX)
-      return { status: response.status, error: null, body: text, durationMs: ms() }
-    } catch (cause) {
-      const timedOut = cause instanceof Error && cause.name === "TimeoutError"
-      return { status: null, error: timedOut ? "timeout" : "connection_failed", body: null, durationMs: ms() }
-    }
-  })
+/**
+ * The receiver client the dispatcher sends with (libs/runtime/src/Receiver.ts): the same time-out (WEBHOOK_TIMEOUT's
+ * default), the same 4 KiB of the response kept, no redirect followed, the same error kinds in the journal, so a
+ * local receiver sees what production sends. One attempt at a time; `http://` and loopback allowed (a listener's
+ * receiver is this machine).
+ */
+const receiverLayer = Receiver.layer({ concurrency: 1, timeout: TIMEOUT, allowInsecureUrls: true })
+
+/** Wakes the loop at most once per pass: more would only repeat the same look. */
+const makeWakeup = Effect.map(Queue.sliding<void>(1), (queue) => ({
+  wake: Effect.sync(() => {
+    Queue.offerUnsafe(queue, undefined)
+  }),
+  /** Waits up to `duration`: whether a wake-up came first. */
+  sleep: (duration: Duration.Duration) =>
+    Effect.raceFirst(Effect.as(Queue.take(queue), true), Effect.as(Effect.sleep(duration), false))
+}))
 
 const listen = Command.make(
   "listen",
@@ -134,11 +144,18 @@ const listen = Command.make(
       Effect.repeat(Schedule.spaced(HEARTBEAT)),
       Effect.forkScoped
     )
+    const receiver = yield* Receiver
     const deliver = (delivery: Claimed) =>
       Effect.gen(function*() {
         const at = new Date(yield* Effect.orDie(queue.databaseNow()))
-        const result = yield* post(input.forwardTo, secret, delivery, at)
-        const ok = result.status !== null && result.status >= 200 && result.status < 300
+        const result = yield* receiver.postAttempt({
+          url: input.forwardTo,
+          secret,
+          deliveryId: delivery.public_id,
+          event: delivery.event,
+          body: delivery.body,
+          at
+        })
         // No retries: a local delivery is final; trigger or repeat the action to try again.
         const record: AttemptRecord = {
           schoolId: delivery.school_id,
@@ -146,11 +163,11 @@ const listen = Command.make(
           lease: delivery.lease,
           attempt: delivery.attempt,
           at,
-          responseCode: result.status,
-          error: result.error ?? (ok ? null : "http_status"),
+          responseCode: result.responseCode,
+          error: result.error,
           durationMs: result.durationMs,
-          responseBody: result.body,
-          outcome: ok ? "delivered" : "failed",
+          responseBody: result.responseBody,
+          outcome: result.ok ? "delivered" : "failed",
           pauseMs: 0
         }
         yield* Effect.orDie(queue.record([record]))
@@ -159,20 +176,47 @@ const listen = Command.make(
             ? JSON.stringify({
               event: delivery.event,
               delivery_id: delivery.public_id,
-              status: result.status,
+              status: result.responseCode,
               error: result.error,
               duration_ms: result.durationMs
             })
-            : `${delivery.event} ${delivery.public_id} → ${result.status ?? result.error} (${result.durationMs} ms)`
+            : `${delivery.event} ${delivery.public_id} → ${result.responseCode ?? result.error} (${result.durationMs} ms)`
         )
       })
+    /** One look: fan out, claim, deliver; whether there may be more at once (a full batch). */
     const round = Effect.gen(function*() {
-      yield* Effect.orDie(queue.fanOut(100))
-      const claimed = yield* listeners.claim(input.school, id, 10, TIMEOUT_MS * 2)
+      const fanned = yield* Effect.orDie(queue.fanOut(FAN_OUT_BATCH))
+      const claimed = yield* listeners.claim(input.school, id, CLAIM_BATCH, 2 * Duration.toMillis(TIMEOUT))
       yield* Effect.forEach(claimed, deliver, { discard: true })
+      return fanned.events === FAN_OUT_BATCH || claimed.length === CLAIM_BATCH
     })
-    return yield* round.pipe(Effect.repeat(Schedule.spaced(POLL)), Effect.andThen(Effect.never))
-  }, Effect.scoped, Effect.provide(Layer.mergeAll(Listeners.layer, DeliveryQueue.layer).pipe(Layer.provideMerge(Database.layer))))
+    const wakeup = yield* makeWakeup
+    // LISTEN on the outbox's channel, as the dispatcher's fan-out does (apps/dispatcher/src/FanOut.ts); lost, it is
+    // opened again a second later, and POLL covers the gap.
+    yield* Effect.scoped(
+      queue.wakeups.pipe(
+        // Listening now: one look, for what was written before.
+        Effect.tap(() => wakeup.wake),
+        Effect.flatMap((stream) => Stream.runForEach(stream, () => wakeup.wake))
+      )
+    ).pipe(
+      Effect.catch((error) =>
+        Effect.logWarning("webhooks listen: the database's notifications were lost; looking every 5 s meanwhile", {
+          error: error.message
+        })
+      ),
+      Effect.andThen(Effect.sleep(Duration.seconds(1))),
+      Effect.forever,
+      Effect.forkScoped
+    )
+    let wait = POLL
+    while (true) {
+      const more = yield* round
+      if (more) continue
+      const woken = yield* wakeup.sleep(wait)
+      wait = woken ? FOLLOW_UP : POLL
+    }
+  }, Effect.scoped, Effect.provide(Layer.mergeAll(Listeners.layer, DeliveryQueue.layer, receiverLayer).pipe(Layer.provideMerge(Database.layer))))
 ).pipe(Command.withDescription("Deliver a school's events to a local URL, signed with a secret of its own, until Ctrl-C"))
 
 const trigger = Command.make(

@@ -278,6 +278,8 @@ const program = Command.runWith(cli, { version: "1.0.0" })(process.argv.slice(2)
     PlanTooLow: (error) => refused(`school ${error.schoolId}: ${keysNeedPlanMessage(error.plan)}`),
     EmailTaken: (error) => refused(`the login e-mail ${error.email} is already taken`),
     SchoolNotFound: (error) => refused(`no school with id ${error.schoolId}`),
+    ListenerLimitReached: (error) =>
+      refused(`school ${error.schoolId} has ${error.limit} listeners open already, the most it may have; stop one (Ctrl-C) first`),
     ApiKeyNotFound: (error) => refused(`school ${error.schoolId} has no API key with id ${error.keyId}`),
     SubscriptionNotFound: (error) => refused(`no webhook subscription with id ${error.subscriptionId}`),
     DatabaseStartError: (error) => refused(error.message)

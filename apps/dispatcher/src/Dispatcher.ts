@@ -11,7 +11,7 @@
  * - Slots.ts: DISPATCHER_CONCURRENCY slots; a slot that frees goes to the
  *   school with the fewest in flight; no school takes the reserve.
  * - Sender.ts: one attempt (sign, POST through the receiver client,
- *   apps/dispatcher/src/Receiver.ts; the next pause from the retry plan).
+ *   libs/runtime/src/Receiver.ts; the next pause from the retry plan).
  * - Recorder.ts: the attempts' results in batches; wakes the claim.
  * - Purge.ts: old deliveries, every PURGE_INTERVAL.
  * - ClockCheck.ts: this machine's clock against the database's, at start
@@ -41,7 +41,7 @@ import * as ClockCheck from "./ClockCheck.ts"
 import * as FanOut from "./FanOut.ts"
 import * as Outage from "./Outage.ts"
 import * as Purge from "./Purge.ts"
-import * as Receiver from "./Receiver.ts"
+import * as Receiver from "@school/runtime/Receiver"
 import * as Recorder from "./Recorder.ts"
 import * as Sender from "./Sender.ts"
 import * as Signal from "./Signal.ts"

@@ -29,7 +29,7 @@ import * as Metrics from "@school/runtime/Metrics"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
-import type { AttemptError, Outcome } from "./Receiver.ts"
+import type { AttemptError, Outcome } from "@school/runtime/Receiver"
 
 /** What a delivery became after an attempt: the journal's outcome, as a label. */
 export type DeliveryOutcome = "delivered" | "retrying" | "failed"
@@ -75,7 +75,7 @@ const KNOWN_RESULTS: ReadonlyArray<string> = ["2xx", "3xx", "4xx", "5xx", ...Obj
 
 /**
  * An attempt's result as a label: the journal's error kind
- * (apps/dispatcher/src/Receiver.ts `AttemptError`) when it has one, else
+ * (libs/runtime/src/Receiver.ts `AttemptError`) when it has one, else
  * the status class of the receiver's answer.
  */
 export const resultOf = (outcome: Outcome): string => {

@@ -2,7 +2,7 @@
  * One attempt of a claimed delivery (docs/integrators.md "Receiving webhooks";
  * docs/decisions.md "Webhooks"): the secret decrypted, the stored body signed with this
  * attempt's time (the database's clock: ClockCheck `now`) and POSTed by the
- * receiver client (apps/dispatcher/src/Receiver.ts); what came of it goes to
+ * receiver client (libs/runtime/src/Receiver.ts); what came of it goes to
  * the recorder, with the next attempt's pause from the retry plan (one
  * `Schedule`, libs/domain/src/RetryPlan.ts).
  *
@@ -32,7 +32,7 @@ import * as WebhookSecret from "@school/domain/WebhookSecret"
 import type { AttemptRecord, Claimed } from "@school/persistence/DeliveryQueue"
 import * as Tracing from "@school/runtime/Tracing"
 import * as Metrics from "./Metrics.ts"
-import type * as Receiver from "./Receiver.ts"
+import type * as Receiver from "@school/runtime/Receiver"
 
 /** How long a delivery waits after a failure on our side. */
 export const OURS_PAUSE = Duration.seconds(1)

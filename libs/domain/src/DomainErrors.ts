@@ -125,6 +125,12 @@ export class SchoolNotFound extends Schema.TaggedError<SchoolNotFound>()("School
   schoolId: Schema.Int
 }) {}
 
+/** The school has `limit` local webhook listeners open already (libs/persistence/src/Listeners.ts `MAX_LISTENERS`). */
+export class ListenerLimitReached extends Schema.TaggedError<ListenerLimitReached>()("ListenerLimitReached", {
+  schoolId: Schema.Int,
+  limit: Schema.Int
+}) {}
+
 /** The school's plan is below Extended (or it has none), so it may not issue API keys (Plans.canIssueKeys). */
 export class PlanTooLow extends Schema.TaggedError<PlanTooLow>()("PlanTooLow", {
   schoolId: Schema.Int,

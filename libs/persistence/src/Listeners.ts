@@ -3,7 +3,10 @@
  * webhooks on your machine"; docs/operations.md "Operator CLI"; migration
  * 1100): what `webhooks listen` and `webhooks trigger` do to the database.
  *
- * - A listener is a subscription with `listener_seen_at` set. Fan-out makes
+ * - A listener is a subscription with `listener_seen_at` set, at most
+ *   MAX_LISTENERS open per school; listeners do not count against
+ *   WEBHOOK_MAX_SUBSCRIPTIONS, nor show in the back office's list
+ *   (Webhooks `create`, `list`, `find`). Fan-out makes
  *   its deliveries as for any subscription; the dispatcher never claims them
  *   (DeliveryQueue `claim`): the CLI that opened it claims them (`claim`,
  *   the same body and columns as the dispatcher's claim), sends them itself
@@ -24,7 +27,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as SqlClient from "effect/sql/SqlClient"
 import type { EventName, SubscribableEventName } from "@school/domain/Events"
-import { SchoolNotFound } from "@school/domain/DomainErrors"
+import { ListenerLimitReached, SchoolNotFound } from "@school/domain/DomainErrors"
 import * as Ids from "@school/domain/Ids"
 import { WebhookId } from "@school/domain/WebhookSubscriptions"
 import { Claimed, claimedColumnsSql, leasePickedSql } from "./DeliveryQueue.ts"
@@ -43,6 +46,17 @@ export interface QueuedSample {
 export const HEARTBEAT_MS = 30_000
 export const STALE_AFTER_MS = 10 * HEARTBEAT_MS
 
+/**
+ * Listeners a school may have open at once. They do not count against
+ * WEBHOOK_MAX_SUBSCRIPTIONS (a school's real subscriptions must not be
+ * blocked by developers running `webhooks listen`), so they have a bound of
+ * their own: each is a subscription row that fan-out gives every event of
+ * the school, so listeners left open cost every write a delivery row each.
+ * Ten is a team's developers each with a terminal or two open; a listener
+ * whose CLI died stops counting once removed (STALE_AFTER_MS).
+ */
+export const MAX_LISTENERS = 10
+
 const decodeId = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ id: WebhookId })))
 const decodeClaimed = Schema.decodeUnknownEffect(Schema.Array(Claimed))
 const decodeQueued = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ id: Schema.Number, school_id: Ids.SchoolId })))
@@ -57,7 +71,7 @@ export class Listeners extends Context.Service<Listeners, {
       readonly events: ReadonlyArray<SubscribableEventName>
       readonly secretCiphertext: Uint8Array
     }
-  ): Effect.Effect<WebhookId, SchoolNotFound>
+  ): Effect.Effect<WebhookId, SchoolNotFound | ListenerLimitReached>
   /** The listener is alive: `listener_seen_at` now. */
   heartbeat(schoolId: Ids.SchoolId, id: WebhookId): Effect.Effect<void>
   /** Up to `limit` of the listener's due deliveries, leased for `leaseMs`, with their bodies built. */
@@ -83,14 +97,23 @@ export class Listeners extends Context.Service<Listeners, {
           readonly secretCiphertext: Uint8Array
         }
       ) {
-        const rows = yield* sql`
-          INSERT INTO webhook_subscriptions (school_id, url, events, secret_ciphertext, listener_seen_at)
-          SELECT id, ${listener.url}, ${listener.events}::text[], ${listener.secretCiphertext}, now()
-          FROM schools WHERE id = ${schoolId}
-          RETURNING id`.pipe(Effect.flatMap(decodeId), Effect.orDie)
-        const row = rows[0]
-        if (row === undefined) return yield* new SchoolNotFound({ schoolId })
-        return row.id
+        const opened = yield* sql.withTransaction(Effect.gen(function*() {
+          // One opening (or back-office creation, Webhooks `create`) of the school at a time, so the count
+          // below cannot miss a concurrent one; NO KEY UPDATE, as Webhooks `create` takes it.
+          const school = yield* sql`SELECT 1 FROM schools WHERE id = ${schoolId} FOR NO KEY UPDATE`
+          if (school.length === 0) return "no school" as const
+          // A statement of its own: its snapshot is taken after the lock.
+          const rows = yield* sql`
+            INSERT INTO webhook_subscriptions (school_id, url, events, secret_ciphertext, listener_seen_at)
+            SELECT ${schoolId}, ${listener.url}, ${listener.events}::text[], ${listener.secretCiphertext}, now()
+            WHERE (SELECT count(*) FROM webhook_subscriptions
+                   WHERE school_id = ${schoolId} AND listener_seen_at IS NOT NULL) < ${MAX_LISTENERS}
+            RETURNING id`.pipe(Effect.flatMap(decodeId))
+          return rows[0]?.id ?? ("full" as const)
+        })).pipe(Effect.orDie)
+        if (opened === "no school") return yield* new SchoolNotFound({ schoolId })
+        if (opened === "full") return yield* new ListenerLimitReached({ schoolId, limit: MAX_LISTENERS })
+        return opened
       })
 
       const heartbeat = Effect.fn("Listeners.heartbeat")(function*(schoolId: Ids.SchoolId, id: WebhookId) {

@@ -5,7 +5,7 @@
  * rebinding). The rule itself is pure, in libs/domain/src/ReceiverAddress.ts;
  * this is the one place that does the I/O around it, for the back office's
  * URL check (apps/api/src/http/backoffice/Webhooks.ts `checkUrl`) and the
- * dispatcher's receiver client (apps/dispatcher/src/Receiver.ts), which
+ * dispatcher's receiver client (libs/runtime/src/Receiver.ts), which
  * connects only to the addresses returned here.
  *
  * A host is refused (`HostRefused`) for one of four reasons:

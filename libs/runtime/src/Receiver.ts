@@ -55,7 +55,7 @@
  */
 import * as ReceiverAddress from "@school/domain/ReceiverAddress"
 import * as Signature from "@school/domain/WebhookSignature"
-import * as Hosts from "@school/runtime/ReceiverHosts"
+import * as Hosts from "./ReceiverHosts.ts"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -574,7 +574,7 @@ export const make = (
     return { send, postAttempt, sockets: Effect.sync(pool.count), bound }
   })
 
-export class Receiver extends Context.Service<Receiver, ReceiverShape>()("school/dispatcher/Receiver") {
+export class Receiver extends Context.Service<Receiver, ReceiverShape>()("school/runtime/Receiver") {
   /** The client over the `ReceiverHosts` in context (tests inject a resolver); its sockets close with the layer. */
   static readonly layerNoDeps = (options: ReceiverOptions): Layer.Layer<Receiver, never, Hosts.ReceiverHosts> =>
     Layer.effect(
