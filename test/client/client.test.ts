@@ -13,6 +13,9 @@
  * - an answer that is not transient (422 invalid_window) is not repeated;
  *   errors are `ApiError`s with `code`, `message`, `status` and `fields` on
  *   the instance, also for an answer the endpoint does not declare;
+ * - the Effect face (`make`) fails with the same `ApiError`: `code`,
+ *   `message`, `fields`, `status`, `headers` on the instance for a real 401,
+ *   404, 422 and 429, and `Effect.catchTag` by its `_tag`;
  * - the base URL works with or without `/api/public/v1`, with or without a
  *   trailing slash;
  * - `enrollments.list`, and `all`, the async iterator that walks a list's
@@ -24,7 +27,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { Errors } from "@school/domain"
-import { ApiError, makeClient, RetryPolicy } from "../../libs/client/src/index.ts"
+import { ApiError, make, makeClient, RetryPolicy } from "../../libs/client/src/index.ts"
 import * as Http from "node:http"
 import * as Fixtures from "../support/Fixtures.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
@@ -277,6 +280,58 @@ layer(Env, { excludeTestServices: true, timeout: 60_000 })("@school/client again
       if (!refused.ok) {
         const error = refused.error as ApiError
         assert.deepStrictEqual([error.code, error.status, error.fields], ["unauthorized", 401, { reason: "unknown_key" }])
+      }
+    }))
+
+  it.effect("the Effect face fails with ApiError: code, message, fields on the instance for a 401, 404, 422 and 429", () =>
+    Effect.gen(function*() {
+      const server = yield* TestServer
+      const { schoolId } = yield* Fixtures.school("pro", "Client Effect face")
+      const key = yield* Fixtures.key(schoolId)
+      const client = yield* make({ baseUrl: server.baseUrl, apiKey: key, retry: { baseDelay: "50 millis" } })
+      const own = (error: unknown) => {
+        assert.instanceOf(error, ApiError, String(error))
+        assert.instanceOf(error, Error)
+        const e = error as ApiError
+        assert.strictEqual(e.name, "ApiError")
+        assert.strictEqual(e.constructor.name, "ApiError")
+        assert.isTrue(Object.hasOwn(e, "code") && Object.hasOwn(e, "fields") && Object.hasOwn(e, "message"), "on the instance")
+        return e
+      }
+
+      const notFound = own(yield* Effect.flip(client.students.get({ params: { id: 2_000_000_000 } })))
+      assert.deepStrictEqual([notFound._tag, notFound.code, notFound.status, notFound.fields], ["NotFound", "not_found", 404, undefined])
+      assert.match(notFound.message, /.+/)
+      const caught = yield* client.students.get({ params: { id: 2_000_000_000 } }).pipe(
+        Effect.map(() => "found"),
+        Effect.catchTag("NotFound", (error) => Effect.succeed(`${error.code} ${error.status}`))
+      )
+      assert.strictEqual(caught, "not_found 404")
+
+      const window = own(yield* Effect.flip(client.lessons.list({ query: { from: "2026-02-01", to: "2026-01-01" } })))
+      assert.deepStrictEqual([window._tag, window.code, window.status, window.fields], ["InvalidWindow", "invalid_window", 422, undefined])
+      assert.match(window.message, /.+/)
+
+      const stranger = yield* make({ baseUrl: server.baseUrl, apiKey: "svc_abcdefgh_" + "A".repeat(32), retry: { maxAttempts: 1 } })
+      const unauthorized = own(yield* Effect.flip(stranger.groups.list({ query: {} })))
+      assert.deepStrictEqual(
+        [unauthorized._tag, unauthorized.code, unauthorized.status, unauthorized.fields],
+        ["Unauthorized", "unauthorized", 401, { reason: "unknown_key" }]
+      )
+      assert.strictEqual(unauthorized.message, "The API key is not known.")
+
+      const limited = yield* Fixtures.key(schoolId)
+      const once = yield* make({ baseUrl: server.baseUrl, apiKey: limited, retry: { maxAttempts: 1 } })
+      stoppedAt = Date.now() * 1000
+      try {
+        for (let i = 0; i < BUDGET; i++) assert.strictEqual((yield* server.raw.get("/api/public/v1/groups", limited)).status, 200)
+        const over = own(yield* Effect.flip(once.groups.list({ query: {} })))
+        assert.deepStrictEqual([over._tag, over.code, over.status, over.fields], ["RateLimitExceeded", "rate_limit_exceeded", 429, undefined])
+        assert.match(over.message, /.+/)
+        assert.isAtLeast(over.retryAfterSeconds ?? 0, 1)
+        assert.strictEqual(over.headers["retry-after"], String(over.retryAfterSeconds))
+      } finally {
+        stoppedAt = undefined
       }
     }))
 

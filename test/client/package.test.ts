@@ -8,10 +8,12 @@
  * - a plain `.mjs` sync with Node (the Node of the tests): `makeClient` with
  *   the base URL as integrators write it (`…/api/public/v1/`), every student
  *   and every enrollment through `all()`, and a refused write read by
- *   `error.code`;
+ *   `error.code`; then the Effect face (`make`) with the project's own
+ *   `effect`: a 404 as an `ApiError` with its code on the instance, and
+ *   `Effect.catchTag`;
  * - its types: a TypeScript file type-checked against the package's
- *   `types/index.d.ts` alone (`skipLibCheck` off), one wrong call expected
- *   to fail.
+ *   `types/index.d.ts` and effect's own types (`skipLibCheck` off), both
+ *   faces, one wrong call of each expected to fail.
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
@@ -41,7 +43,8 @@ const tempDir = Effect.acquireRelease(
 )
 
 const SYNC = `
-import { ApiError, makeClient } from "@school/client"
+import { Effect } from "effect"
+import { ApiError, make, makeClient } from "@school/client"
 
 const client = makeClient({ baseUrl: process.env.API_URL, apiKey: process.env.API_KEY, retry: { baseDelay: "50 millis" } })
 const students = []
@@ -54,11 +57,23 @@ try {
 } catch (error) {
   refused = { isApiError: error instanceof ApiError, code: error.code, status: error.status, name: error.name }
 }
-console.log(JSON.stringify({ students, enrollments, refused }))
+// The Effect face: the same ApiError, its code, message and fields on the instance.
+const api = await Effect.runPromise(make({ baseUrl: process.env.API_URL, apiKey: process.env.API_KEY, retry: { baseDelay: "50 millis" } }))
+const missing = await Effect.runPromise(Effect.flip(api.students.get({ params: { id: 2000000000 } })))
+const effect = {
+  isApiError: missing instanceof ApiError, name: missing.name, tag: missing._tag, code: missing.code, status: missing.status,
+  hasMessage: missing.message.length > 0, fields: missing.fields ?? null
+}
+const caught = await Effect.runPromise(api.students.get({ params: { id: 2000000000 } }).pipe(
+  Effect.map(() => "found"),
+  Effect.catchTag("NotFound", (error) => Effect.succeed(error.code))
+))
+console.log(JSON.stringify({ students, enrollments, refused, effect, caught }))
 `
 
 const TYPED = `
-import { makeClient, type ApiError, type Student } from "@school/client"
+import { Effect } from "effect"
+import { make, makeClient, write, type AnyApiError, type ApiError, type CallError, type ErrorFields, type Student } from "@school/client"
 
 const client = makeClient({ baseUrl: "http://127.0.0.1:3000/api/public/v1", apiKey: "svc_x" })
 export const names = async (): Promise<Array<string>> => {
@@ -70,6 +85,26 @@ export const first = async (): Promise<Student | undefined> => (await client.stu
 export const codeOf = (error: ApiError): string => error.code
 // @ts-expect-error: per_page is a number
 export const wrong = () => client.groups.list({ per_page: "100" })
+
+// The Effect face, typed: its errors narrowed by catchTag, each with its code.
+export const cards = (ids: ReadonlyArray<number>): Effect.Effect<Array<string>, CallError> =>
+  Effect.gen(function*() {
+    const api = yield* make({ baseUrl: "http://127.0.0.1:3000", apiKey: "svc_x" })
+    const out: Array<string> = []
+    for (const id of ids) {
+      const card = yield* api.students.get({ params: { id } }).pipe(
+        Effect.map((card): string => card.data.fio),
+        Effect.catchTag("NotFound", (error: ApiError<"NotFound">) => Effect.succeed(\`\${error.code}: \${error.message}\`))
+      )
+      out.push(card)
+    }
+    const lead = yield* write((key) => api.leads.create({ headers: { "idempotency-key": key }, payload: { phone: "+7 900 000-00-01" } }))
+    out.push(lead.data.name)
+    return out
+  })
+export const fieldsOf = (error: AnyApiError): ErrorFields | undefined => error._tag === "ValidationFailed" ? error.fields : undefined
+// @ts-expect-error: the query of a list is its own shape
+export const wrongQuery = make({ baseUrl: "", apiKey: "" }).pipe(Effect.flatMap((api) => api.groups.list({ query: { per_page: "1" } })))
 `
 
 layer(Env, { excludeTestServices: true, timeout: 240_000 })("@school/client packed and installed outside the repository", (it) => {
@@ -102,17 +137,23 @@ layer(Env, { excludeTestServices: true, timeout: 240_000 })("@school/client pack
       yield* Effect.promise(() => writeFile(join(project, "sync.mjs"), SYNC))
       const sync = yield* exec(process.execPath, ["sync.mjs"], project, { API_URL: `${server.baseUrl}/api/public/v1/`, API_KEY: key })
       assert.strictEqual(sync.code, 0, sync.stdout + sync.stderr)
-      const result = JSON.parse(sync.stdout) as { students: Array<number>; enrollments: Array<number>; refused: unknown }
+      const result = JSON.parse(sync.stdout) as { students: Array<number>; enrollments: Array<number>; refused: unknown; effect: unknown; caught: unknown }
       assert.deepStrictEqual(result.students, [...ids].sort((a, b) => a - b))
       assert.deepStrictEqual([...result.enrollments].sort((a, b) => a - b), [...ids.slice(0, 2)].sort((a, b) => a - b))
       assert.deepStrictEqual(result.refused, { isApiError: true, code: "insufficient_scope", status: 403, name: "ApiError" })
+      assert.deepStrictEqual(result.effect, {
+        isApiError: true, name: "ApiError", tag: "NotFound", code: "not_found", status: 404, hasMessage: true, fields: null
+      })
+      assert.strictEqual(result.caught, "not_found")
 
       yield* Effect.promise(() => writeFile(join(project, "typed.ts"), TYPED))
       const tsc = join(ROOT, "node_modules/typescript/bin/tsc")
       yield* Effect.promise(() =>
         writeFile(join(project, "tsconfig.json"), JSON.stringify({
           compilerOptions: {
-            strict: true, exactOptionalPropertyTypes: true, target: "es2024", lib: ["es2024"], module: "nodenext",
+            // effect's own types name the web's classes (URL, FormData, ReadableStream…): an Effect project has
+            // them from the DOM library (or @types/node).
+            strict: true, exactOptionalPropertyTypes: true, target: "es2024", lib: ["es2024", "dom"], module: "nodenext",
             moduleResolution: "nodenext", types: [], skipLibCheck: false, noEmit: true
           },
           files: ["typed.ts"]

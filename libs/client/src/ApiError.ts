@@ -1,6 +1,7 @@
 /**
- * What the Promise face of the client rejects with when the service answers
- * with an error (docs/integrators.md "Responses and errors"): one class,
+ * What both faces of the client fail with when the service answers with an
+ * error (docs/integrators.md "Responses and errors"): the Promise face
+ * rejects with it, the Effect face fails with it. One class,
  * `ApiError`, a real `Error` whose instance carries the envelope and the
  * answer's status:
  *
@@ -10,9 +11,9 @@
  * - `status`: the HTTP status; `headers`: the response headers the error
  *   declares (a 429's and a 503's `retry-after`), and `retryAfterSeconds`
  *   read from it;
- * - `_tag`: the error's name in the table (`"RateLimitExceeded"`), the same
- *   as the Effect face's error classes, so code written against one reads
- *   the other.
+ * - `_tag`: the error's name in the table (`"RateLimitExceeded"`), so the
+ *   Effect face's `Effect.catchTag("RateLimitExceeded", …)` narrows to
+ *   `ApiError<"RateLimitExceeded">`.
  *
  * Every error envelope is decoded, also one the endpoint does not declare
  * (a 500 internal_error, a 405), so a caller never meets an "undeclared
@@ -66,7 +67,7 @@ export class ApiError<Tag extends ErrorTag = ErrorTag> extends Error {
     return tag === undefined ? undefined : new ApiError(tag, body)
   }
 
-  /** The Effect face's error (a class of `@school/domain` `Errors`) as an `ApiError`. */
+  /** An error of the table's classes (`@school/domain` `Errors`, what the derived client decodes) as an `ApiError`. */
   static fromPublicError(error: Errors.PublicError): ApiError {
     const headers: Record<string, string> = {}
     if ("headers" in error) for (const [name, value] of Object.entries(error.headers)) headers[name] = String(value)

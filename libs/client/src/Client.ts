@@ -1,8 +1,11 @@
 /**
  * The public API's client, derived from its contract (`PublicApi`) with
  * `HttpApiClient`: one method per endpoint, grouped as the contract groups
- * them, success bodies decoded to the contract's shapes and every declared
- * error to its class (`Errors.NotFound`, `Errors.RateLimitExceeded`, …).
+ * them, success bodies decoded to the contract's shapes and every error
+ * answer, declared or not, to an `ApiError` (ApiError.ts) whose `_tag` is
+ * the table's name (`NotFound`, `RateLimitExceeded`, …), so
+ * `Effect.catchTag` works and the instance carries `code`, `message`,
+ * `fields`, `status`, `headers`.
  *
  * What it adds to the derived client (docs/integrators.md "Client kit and
  * examples"):
@@ -17,9 +20,10 @@
  *   most once; a repeat answered from the stored result
  *   (`Idempotent-Replayed: true`) is the write's success (docs/integrators.md "Writing").
  *
- * Two faces: `make` gives the Effect client; `makeClient` gives Promises for
- * a plain Node project (`await client.students.list({ per_page: 100 })`),
- * rejecting with `ApiError` (ApiError.ts), with an async iterator over every
+ * Two faces, one error class: `make` gives the Effect client, failing with
+ * `ApiError`; `makeClient` gives Promises for a plain Node project
+ * (`await client.students.list({ per_page: 100 })`), rejecting with the
+ * same `ApiError`, with an async iterator over every
  * list (`for await (const student of client.students.all())`, a cursor walk,
  * docs/integrators.md "Lists and pagination").
  *
@@ -33,7 +37,12 @@ import * as HttpClient from "effect/http/HttpClient"
 import * as HttpClientError from "effect/http/HttpClientError"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import * as HttpClientResponse from "effect/http/HttpClientResponse"
+import type * as HttpApi from "effect/http-api/HttpApi"
 import * as HttpApiClient from "effect/http-api/HttpApiClient"
+import type * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
+import type * as HttpApiGroup from "effect/http-api/HttpApiGroup"
+import type { Simplify } from "effect/Types"
+import type * as Brand from "effect/Brand"
 import * as Errors from "@school/domain/Errors"
 import * as DemoLessons from "@school/domain/DemoLessons"
 import * as Enrollments from "@school/domain/Enrollments"
@@ -44,8 +53,45 @@ import * as Pagination from "@school/domain/Pagination"
 import { ApiError } from "./ApiError.ts"
 import * as RetryPolicy from "./RetryPolicy.ts"
 
-/** The client `HttpApiClient` derives from the contract. */
-export type PublicClient = HttpApiClient.ForApi<typeof PublicApi>
+/** The client `HttpApiClient` derives from the contract, its errors the error table's classes. */
+export type DerivedClient = HttpApiClient.ForApi<typeof PublicApi>
+
+/** An error of the derived client as the Effect face fails with it: the table's errors become `ApiError`s. */
+export type Faced<E> = E extends Errors.PublicError ? ApiError<E["_tag"]> : E
+type FacedEffect<T> = T extends Effect.Effect<infer A, infer E, infer R> ? Effect.Effect<A, Faced<E>, R> : never
+
+type Groups = typeof PublicApi extends HttpApi.HttpApi<infer _Id, infer G> ? G : never
+type EndpointsOf<Group extends HttpApiGroup.Constraint> = Group["endpoints"] extends
+  infer Endpoints extends Readonly<Record<string, HttpApiEndpoint.ConstraintRequest>> ? Endpoints : never
+/**
+ * A request as an integrator writes it: ids as plain numbers (the contract's
+ * types brand them, `StudentId`…). The contract's schemas still check them
+ * when the request is encoded: a value they refuse fails the call with a
+ * `SchemaError` and nothing is sent, as in the Promise face.
+ */
+type Unbranded<T> = T extends number & Brand.Brand<infer _K> ? number
+  : T extends string & Brand.Brand<infer _K> ? string
+  : T extends ReadonlyArray<infer A> ? ReadonlyArray<Unbranded<A>>
+  : T extends object ? { readonly [K in keyof T]: Unbranded<T[K]> }
+  : T
+/** One endpoint's method: the derived client's, failing with `ApiError` where it failed with a table's class. */
+type Method<Endpoint extends HttpApiEndpoint.ConstraintRequest> = <Mode extends HttpApiEndpoint.ClientResponseMode = "decoded-only">(
+  request: Unbranded<Simplify<HttpApiEndpoint.ClientRequest<Endpoint["~Params"], Endpoint["~Query"], Endpoint["~Payload"], Endpoint["~Headers"], Mode>>>
+) => FacedEffect<HttpApiClient.Client.MethodReturn<Endpoint, never, never, Mode, never>>
+
+/**
+ * The Effect face: the contract's methods, grouped as the contract groups
+ * them (`client.students.list({ query })`), each failing with an `ApiError`
+ * when the service answers with an error (`error.code`, `error.message`,
+ * `error.fields`, `error.status`, `error._tag` for `Effect.catchTag`), with an
+ * `HttpClientError` when no answer came, with a `SchemaError` when the
+ * arguments do not pass the contract's checks.
+ */
+export type PublicClient = {
+  readonly [Group in Groups as HttpApiGroup.Identifier<Group>]: {
+    readonly [Name in keyof EndpointsOf<Group>]: Method<EndpointsOf<Group>[Name]>
+  }
+}
 
 export interface ClientOptions {
   /** The service's origin, e.g. `http://127.0.0.1:3000`, or the API's base URL `http://127.0.0.1:3000/api/public/v1` (a trailing `/` or not). */
@@ -99,7 +145,11 @@ export const originOf = (baseUrl: string): string => {
   return trimmed.endsWith(BASE_PATH) ? trimmed.slice(0, -BASE_PATH.length) : trimmed
 }
 
-/** The Effect client: the contract's methods, with the key and the repeats. */
+/**
+ * The Effect client: the contract's methods, with the key and the repeats,
+ * failing with `ApiError` (the same class as the Promise face) for every
+ * error answer, declared by the endpoint or not.
+ */
 export const make = (options: ClientOptions): Effect.Effect<PublicClient> =>
   HttpApiClient.make(PublicApi, {
     baseUrl: originOf(options.baseUrl),
@@ -107,8 +157,13 @@ export const make = (options: ClientOptions): Effect.Effect<PublicClient> =>
       client.pipe(
         HttpClient.mapRequest(HttpClientRequest.bearerToken(options.apiKey)),
         repeating(options.retry)
-      )
-  }).pipe(Effect.provide(FetchHttpClient.layer))
+      ),
+    transformResponse: (decoded) => Effect.catch(decoded, toApiError)
+  }).pipe(
+    Effect.provide(FetchHttpClient.layer),
+    // The same object: transformResponse turned every table's error into an ApiError, which is what `PublicClient` says.
+    Effect.map((client: DerivedClient): PublicClient => client as unknown as PublicClient)
+  )
 
 /** A fresh Idempotency-Key: one per logical write (docs/integrators.md "Writing": "a fresh unique value per operation, e.g. a UUID"). */
 export const newIdempotencyKey = (): string => globalThis.crypto.randomUUID()
@@ -127,7 +182,9 @@ export const write = <A, E, R>(
   const key = options.idempotencyKey ?? newIdempotencyKey()
   return Effect.suspend(() => send(key)).pipe(
     Effect.retry({
-      while: (error) => error instanceof Errors.IdempotencyInProgress,
+      // The Effect face's ApiError or the derived client's class: both have this `_tag`.
+      while: (error) =>
+        typeof error === "object" && error !== null && "_tag" in error && error._tag === "IdempotencyInProgress",
       schedule: RetryPolicy.schedule({ ...options.retry, onRetry: () => {} })
     })
   )
@@ -262,11 +319,12 @@ export interface SchoolClient {
 }
 
 /**
- * What the Promise face rejects with: the service's error as an `ApiError`,
- * also when the endpoint does not declare it (the envelope read from the
- * body); anything else as it is.
+ * What both faces fail with: the service's error as an `ApiError`, also when
+ * the endpoint does not declare it (the envelope read from the body);
+ * anything else as it is.
  */
 const toApiError = (error: unknown): Effect.Effect<never, unknown> => {
+  if (error instanceof ApiError) return Effect.fail(error)
   if (Errors.isPublicError(error)) return Effect.fail(ApiError.fromPublicError(error))
   if (HttpClientError.isHttpClientError(error) && error.reason._tag === "DecodeError" && error.reason.response !== undefined) {
     const response = error.reason.response

@@ -1,37 +1,72 @@
 /**
  * The types of `@school/client` as a package (`npm pack` of libs/client):
- * the Promise face (`makeClient`), its error (`ApiError`), the cursor walk
- * (`walk`) and the repeat rule's options (`RetryPolicy`). Written out here,
- * plain and self-contained, so a project outside this repository needs
- * nothing but this file; test/client/package-types.test.ts holds the
- * implementation (libs/client/src) to it at compile time.
+ * the Promise face (`makeClient`), the Effect face (`make`, `write`), their
+ * one error class (`ApiError`), the cursor walk (`walk`) and the repeat
+ * rule's options (`RetryPolicy`). Written out here, plain and
+ * self-contained but for `effect`'s own types (the package's peer
+ * dependency), so a project outside this repository needs nothing but this
+ * file; test/client/package-types.test.ts holds the implementation
+ * (libs/client/src) to it at compile time.
  * See docs/integrators.md "Client kit and examples".
  */
+import type * as Effect from "effect/Effect"
+import type * as HttpClientError from "effect/http/HttpClientError"
+import type * as Schema from "effect/Schema"
 
+/** Each error of the table by its name (`_tag`), with its documented code (docs/integrators.md "Responses and errors"). */
+export interface ErrorCodes {
+  readonly Unauthorized: "unauthorized"
+  readonly InsufficientScope: "insufficient_scope"
+  readonly RateLimitExceeded: "rate_limit_exceeded"
+  readonly ValidationFailed: "validation_failed"
+  readonly NotFound: "not_found"
+  readonly InvalidWindow: "invalid_window"
+  readonly WindowTooLarge: "window_too_large"
+  readonly StudentNotFound: "student_not_found"
+  readonly GroupNotFound: "group_not_found"
+  readonly GroupFull: "group_full"
+  readonly AlreadyEnrolled: "already_enrolled"
+  readonly FunnelNotFound: "funnel_not_found"
+  readonly MissingIdempotencyKey: "missing_idempotency_key"
+  readonly IdempotencyInProgress: "idempotency_in_progress"
+  readonly MethodNotAllowed: "method_not_allowed"
+  readonly PayloadTooLarge: "payload_too_large"
+  readonly UnsupportedMediaType: "unsupported_media_type"
+  readonly BadRequest: "bad_request"
+  readonly RequestTimeout: "request_timeout"
+  readonly RequestHeaderFieldsTooLarge: "request_header_fields_too_large"
+  readonly InternalError: "internal_error"
+  readonly ServiceUnavailable: "service_unavailable"
+}
+/** The name of an error, e.g. "RateLimitExceeded": `_tag`, what `Effect.catchTag` matches. */
+export type ErrorTag = keyof ErrorCodes
 /** A documented error code (docs/integrators.md "Responses and errors"). */
-export type ErrorCode =
-  | "unauthorized" | "insufficient_scope" | "rate_limit_exceeded" | "validation_failed" | "not_found"
-  | "invalid_window" | "window_too_large" | "student_not_found" | "group_not_found" | "group_full"
-  | "already_enrolled" | "funnel_not_found" | "missing_idempotency_key" | "idempotency_in_progress"
-  | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "bad_request" | "request_timeout"
-  | "request_header_fields_too_large" | "internal_error" | "service_unavailable"
+export type ErrorCode = ErrorCodes[ErrorTag]
 
 /** Messages per request field, parameter or header. */
 export type ErrorFields = { readonly [field: string]: string | ReadonlyArray<string> }
 
-/** What a call rejects with when the service answers with an error. */
-export declare class ApiError extends Error {
+/** What a call of either face fails with when the service answers with an error. */
+export declare class ApiError<Tag extends ErrorTag = ErrorTag> extends Error {
   readonly name: "ApiError"
-  /** The error's name in the table, e.g. "RateLimitExceeded" (the Effect face's `_tag`). */
-  readonly _tag: string
-  readonly code: ErrorCode
+  /** The error's name in the table, e.g. "RateLimitExceeded". */
+  readonly _tag: Tag
+  readonly code: ErrorCodes[Tag]
   readonly status: number
   readonly fields: ErrorFields | undefined
   /** The headers the error declares: a 429's and a 503's `retry-after`. */
   readonly headers: Readonly<Record<string, string>>
   readonly retryAfterSeconds: number | undefined
+  constructor(tag: Tag, body: {
+    readonly message: string
+    readonly fields?: ErrorFields | undefined
+    readonly headers?: Readonly<Record<string, string>> | undefined
+  })
   static fromCode(code: string, body: { readonly message: string; readonly fields?: ErrorFields | undefined; readonly headers?: Readonly<Record<string, string>> }): ApiError | undefined
 }
+
+/** Any `ApiError`, one member per tag, so `Effect.catchTag("NotFound", …)` narrows to `ApiError<"NotFound">`. */
+export type AnyApiError = { readonly [Tag in ErrorTag]: ApiError<Tag> }[ErrorTag]
 
 /** Whether `u` is an `ApiError`, optionally of one code. */
 export declare const isApiError: <C extends ErrorCode>(u: unknown, code?: C) => u is ApiError & { readonly code: C }
@@ -232,6 +267,8 @@ type All<A, Q> = (query?: WalkQuery<Q>) => AsyncGenerator<A, void, undefined>
 
 /** The API as Promises; each list has `all`, every item page after page (a cursor walk). */
 export interface SchoolClient {
+  /** The Effect face underneath. */
+  readonly effect: Promise<PublicClient>
   readonly students: {
     readonly list: (query?: ChangedQuery) => Promise<ListBody<Student>>
     readonly all: All<Student, ChangedQuery>
@@ -269,6 +306,71 @@ export interface SchoolClient {
 }
 
 export declare const makeClient: (options: ClientOptions) => SchoolClient
+
+/**
+ * What a call of the Effect face fails with: the service's error as an
+ * `ApiError` (the same class as the Promise face's), no answer as an
+ * `HttpClientError`, arguments the contract refuses as a `SchemaError`
+ * (nothing is sent then).
+ */
+export type CallError = AnyApiError | HttpClientError.HttpClientError | Schema.SchemaError
+/** One call of the Effect face. */
+export type Call<A> = Effect.Effect<A, CallError>
+/** The headers of every write: its Idempotency-Key (`write` gives one). */
+export interface WriteHeaders {
+  readonly "idempotency-key": string
+}
+
+/** The API as Effects, grouped as the contract groups it; `make` gives it. */
+export interface PublicClient {
+  readonly students: {
+    list(request: { readonly query: ChangedQuery }): Call<ListBody<Student>>
+    get(request: { readonly params: { readonly id: number } }): Call<One<StudentCard>>
+  }
+  readonly payments: {
+    list(request: { readonly query: ChangedQuery }): Call<ListBody<Payment>>
+  }
+  readonly groups: {
+    list(request: { readonly query: ListQuery }): Call<ListBody<Group>>
+  }
+  readonly lessons: {
+    list(request: { readonly query: LessonsQuery }): Call<ListBody<Lesson>>
+  }
+  readonly reference: {
+    filials(request: { readonly query: ListQuery }): Call<ListBody<Filial>>
+    subjects(request: { readonly query: ListQuery }): Call<ListBody<Subject>>
+    programs(request: { readonly query: ListQuery }): Call<ListBody<Program>>
+    levels(request: { readonly query: ListQuery }): Call<ListBody<Level>>
+  }
+  readonly enrollmentList: {
+    list(request: { readonly query: ListQuery }): Call<ListBody<Enrollment>>
+  }
+  readonly leads: {
+    create(request: { readonly headers: WriteHeaders; readonly payload: CreateLead }): Call<One<Lead>>
+  }
+  readonly demoLessons: {
+    create(request: { readonly headers: WriteHeaders; readonly payload: CreateDemoLesson }): Call<One<DemoLesson>>
+  }
+  readonly enrollments: {
+    create(request: {
+      readonly params: { readonly id: number }
+      readonly headers: WriteHeaders
+      readonly payload: CreateEnrollment
+    }): Call<One<Enrollment>>
+  }
+}
+
+/** The Effect face: the client, with the key and the repeats. */
+export declare const make: (options: ClientOptions) => Effect.Effect<PublicClient>
+/**
+ * One logical write: `send` gets the key (the given one, else a fresh UUID)
+ * and is repeated with that same key while the service answers 409
+ * idempotency_in_progress.
+ */
+export declare const write: <A, E, R>(
+  send: (idempotencyKey: string) => Effect.Effect<A, E, R>,
+  options?: { readonly idempotencyKey?: string | undefined; readonly retry?: RetryPolicy.RetryOptions | undefined }
+) => Effect.Effect<A, E, R>
 /** Every item of a list, in id order: a cursor walk from starting_after=0 until has_more is false. */
 export declare function walk<A, F extends object>(
   list: (query: F & { readonly per_page?: number; readonly starting_after: number }) => Promise<ListBody<A>>,
