@@ -221,7 +221,7 @@ layer(Env, { excludeTestServices: true })("back-office lead section", (it) => {
   })
 
   describe("GET /leads", () => {
-    it.effect("the school's general list by ascending id, API leads included, paginated; never another school's", () =>
+    it.effect("the school's general list newest first, API leads included, paginated; never another school's", () =>
       Effect.gen(function*() {
         const { a, b } = yield* World
         const api = yield* apiLead({ phone: "55555", name: "From the site" })
@@ -230,7 +230,7 @@ layer(Env, { excludeTestServices: true })("back-office lead section", (it) => {
         const manager = yield* BackOffice.crm(a.emails.manager)
         const all = pageOf(Leads.CrmLead, yield* manager.get("/leads?per_page=100"))
         const ids = all.data.map((lead) => lead.id)
-        assert.deepStrictEqual(ids, [...ids].sort((x, y) => x - y))
+        assert.deepStrictEqual(ids, [...ids].sort((x, y) => y - x))
         assert.strictEqual(all.meta.total, yield* Fixtures.count("leads", a.schoolId))
         assert.notInclude(ids, other.id)
         const seen = all.data.find((lead) => lead.id === api.id)

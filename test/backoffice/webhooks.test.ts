@@ -70,7 +70,8 @@ const Detail = Schema.Struct({
     at: Ts,
     response_code: Schema.NullOr(Schema.Int),
     error: Schema.NullOr(Schema.String),
-    duration_ms: Schema.Int
+    duration_ms: Schema.Int,
+    response_excerpt: Schema.NullOr(Schema.String)
   }))
 })
 const strict = { onExcessProperty: "error" } as const
@@ -618,8 +619,8 @@ layer(Env, { excludeTestServices: true })("webhook subscriptions", (it) => {
           webhook_id: "",
           body,
           attempts_detail: [
-            { attempt: 1, at: "2026-01-01T00:00:00.000000Z", response_code: null, error: "timeout", duration_ms: 10000 },
-            { attempt: 2, at: "2026-01-01T00:01:00.123456Z", response_code: 503, error: null, duration_ms: 812 }
+            { attempt: 1, at: "2026-01-01T00:00:00.000000Z", response_code: null, error: "timeout", duration_ms: 10000, response_excerpt: null },
+            { attempt: 2, at: "2026-01-01T00:01:00.123456Z", response_code: 503, error: null, duration_ms: 812, response_excerpt: "busy" }
           ]
         })
         const journal = BackOffice.dataOf(Schema.Array(JournalEntry), yield* owner.get(`/webhooks/${created.id}/deliveries`))

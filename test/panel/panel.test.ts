@@ -289,8 +289,9 @@ layer(Env, { excludeTestServices: true, timeout: 120_000 })("web panel", (it) =>
         await page.getByText(/^Webhook #\d+ is disabled\.$/u).waitFor()
         await page.locator(".summary .notice-info").getByText("Disabled: nothing is sent.").waitFor()
         assert.strictEqual(await page.locator(".summary-head .badge").innerText(), "disabled")
-        await page.getByRole("button", { name: "Send test event" }).click()
-        await page.locator(".action-message .notice-error").waitFor()
+        // The server refuses it while disabled: not offered, the reason beside it.
+        assert.isTrue(await page.getByRole("button", { name: "Send test event" }).isDisabled())
+        await page.getByText("Sending a test event is not possible while the webhook is disabled: enable it first.").waitFor()
         await page.getByRole("button", { name: "Enable" }).click()
         await page.getByText("Enabled: deliveries resume.").waitFor()
         assert.strictEqual(await page.locator(".summary-head .badge").innerText(), "active")
@@ -811,13 +812,13 @@ layer(Env, { excludeTestServices: true, timeout: 120_000 })("web panel", (it) =>
         await page.getByRole("button", { name: "Change password" }).click()
         await page.locator("[data-field='repeat'] .field-error").getByText("The two new passwords are not the same.").waitFor()
 
-        // A wrong current password: the server's answer under that field.
+        // A wrong current password: the server's answer under that field, in the panel's words.
         await page.getByLabel("Current password").fill("not my password")
         await page.getByLabel("Repeat the new password").fill(fresh)
         await page.getByRole("button", { name: "Change password" }).click()
         const currentError = page.locator("[data-field='current_password'] .field-error")
         await currentError.waitFor()
-        assert.strictEqual(await currentError.innerText(), "This is not your current password")
+        assert.strictEqual(await currentError.innerText(), "This is not your current password. Check it and try again.")
         assert.strictEqual(await page.getByLabel("Current password").getAttribute("aria-invalid"), "true")
         assert.isTrue(await page.locator("[data-field='repeat'] .field-error").isHidden())
 

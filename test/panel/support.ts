@@ -209,12 +209,27 @@ export const screenshotDirectory = (): string => {
 }
 
 /**
- * A screenshot of the page as `panel-<name>-<width>.png` in
- * `screenshotDirectory()`, once it has loaded, after checking it does not
- * overflow sideways. The whole page, or (`viewport`) what the window shows,
- * e.g. a dialog over the page.
+ * Where the screenshots a test takes for a person to look at go, never the
+ * docs' images: a temporary directory, whatever UPDATE_SCREENSHOTS says.
  */
-export const shoot = async (page: Page, name: string, width: "desktop" | "phone", options: { viewport?: boolean } = {}) => {
+export const checkDirectory = (): string => {
+  const directory = join(tmpdir(), "school-panel-checks")
+  mkdirSync(directory, { recursive: true })
+  return directory
+}
+
+/**
+ * A screenshot of the page as `panel-<name>-<width>.png` in
+ * `screenshotDirectory()` (`check`: in `checkDirectory()`), once it has
+ * loaded, after checking it does not overflow sideways. The whole page, or
+ * (`viewport`) what the window shows, e.g. a dialog over the page.
+ */
+export const shoot = async (
+  page: Page,
+  name: string,
+  width: "desktop" | "phone",
+  options: { viewport?: boolean; check?: boolean } = {}
+) => {
   await page.waitForLoadState("networkidle")
   await page.locator(".loading").waitFor({ state: "detached" })
   // No horizontal overflow at any width: the page is as wide as the window (a phone's page at 360 px too).
@@ -228,5 +243,6 @@ export const shoot = async (page: Page, name: string, width: "desktop" | "phone"
   }
   const overflow = await overflows()
   assert.strictEqual(overflow, 0, `${name} at ${width} overflows by ${overflow}px`)
-  await page.screenshot({ path: join(screenshotDirectory(), `panel-${name}-${width}.png`), fullPage: options.viewport !== true })
+  const directory = options.check === true ? checkDirectory() : screenshotDirectory()
+  await page.screenshot({ path: join(directory, `panel-${name}-${width}.png`), fullPage: options.viewport !== true })
 }

@@ -308,6 +308,13 @@ export interface MovePlan {
   readonly notification: Option.Option<{ readonly employeeId: number; readonly message: string }>
 }
 
+/**
+ * How a task names its lead (`Task.lead_name`, docs/back-office.md "Leads, funnels and tasks"):
+ * the lead's name, or its phone (never empty) when the name is empty, as the
+ * `task_assigned` notification names it. Inbox.ts's SQL is this rule; a test holds the two together.
+ */
+export const taskLeadName = (lead: Pick<MovingLead, "name" | "phone">): string => lead.name === "" ? lead.phone : lead.name
+
 /** The `task_assigned` notification's text: the task and the lead it is about. */
 export const taskAssignedMessage = (lead: Pick<MovingLead, "id" | "name" | "phone">, title: string): string => {
   const who = lead.name === "" ? lead.phone : `${lead.name}, ${lead.phone}`
@@ -369,7 +376,10 @@ export const Task = Schema.Struct({
   title: Schema.String,
   lead_id: Schema.Int,
   assignee_id: Schema.NullOr(Schema.Int).annotate({ description: "null: unassigned (the lead has no responsible)" }),
-  created_at: Timestamp
+  created_at: Timestamp,
+  lead_name: Schema.String.annotate({
+    description: "The lead's name as it is now, or its phone when the lead has no name (taskLeadName)"
+  })
 }).annotate({
   identifier: "Task",
   examples: [{
@@ -377,7 +387,8 @@ export const Task = Schema.Struct({
     title: "Call to confirm the trial lesson",
     lead_id: 7,
     assignee_id: 8,
-    created_at: "2026-11-22T09:15:03.123456Z"
+    created_at: "2026-11-22T09:15:03.123456Z",
+    lead_name: "Anna Ivanova"
   }]
 })
 export type Task = typeof Task.Type

@@ -227,12 +227,28 @@ export const JournalEntry = Schema.Struct({
 })
 export type JournalEntry = typeof JournalEntry.Type
 
+/**
+ * How much of a receiver's response body an attempt keeps (docs/back-office.md "Webhooks"): the
+ * dispatcher reads at most this many bytes of it (`RESPONSE_BODY_LIMIT` of its receiver client,
+ * libs/runtime/src/Receiver.ts) and stores them as text, so an attempt's `response_excerpt` is
+ * never longer. test/backoffice/plain-data.test.ts holds the two together.
+ */
+export const RESPONSE_EXCERPT_BYTES = 4096
+
 export const Attempt = Schema.Struct({
   attempt: Schema.Int,
   at: Timestamp,
   response_code: Schema.NullOr(Schema.Int),
-  error: Schema.NullOr(Schema.String),
-  duration_ms: Schema.Int
+  error: Schema.NullOr(Schema.String).annotate({
+    description: "Why the attempt got no whole answer: timeout, connection_refused, connection_closed, dns_error, " +
+      "tls_error, connection_error, blocked_address, invalid_url or secret_unreadable; null when the receiver answered"
+  }),
+  duration_ms: Schema.Int,
+  response_excerpt: Schema.NullOr(Schema.String).annotate({
+    description: `The start of the receiver's response body: at most its first ${RESPONSE_EXCERPT_BYTES} bytes, ` +
+      "read as UTF-8 (bytes that are not UTF-8 become U+FFFD, NUL characters are dropped); " +
+      "null when there was no response or its body was empty. Plain text from the receiver: never markup to render"
+  })
 })
 
 /** One delivery: the journal's fields, the body as sent (null until the first attempt) and every attempt. */
@@ -243,9 +259,22 @@ export const DeliveryDetail = Schema.Struct({
 }).annotate({
   examples: [{
     ...journalExample,
+    attempts: 3,
+    last_attempt_at: "2026-11-22T09:21:13.612345Z",
     body: '{"event":"lead.created","account_id":1,"payload":{"lead_id":7,"name":"Anna Ivanova",' +
       '"phone":"+7 (999) 123-45-67","source":"website"},"timestamp":"2026-11-22T09:15:03.123456Z"}',
-    attempts_detail: [{ attempt: 1, at: "2026-11-22T09:15:03.456789Z", response_code: 200, error: null, duration_ms: 84 }]
+    attempts_detail: [
+      { attempt: 1, at: "2026-11-22T09:15:03.456789Z", response_code: null, error: "timeout", duration_ms: 10_002, response_excerpt: null },
+      {
+        attempt: 2,
+        at: "2026-11-22T09:16:13.501234Z",
+        response_code: 503,
+        error: null,
+        duration_ms: 131,
+        response_excerpt: '{"error":"database is restarting"}'
+      },
+      { attempt: 3, at: "2026-11-22T09:21:13.612345Z", response_code: 200, error: null, duration_ms: 84, response_excerpt: "ok" }
+    ]
   }]
 })
 export type DeliveryDetail = typeof DeliveryDetail.Type

@@ -43,7 +43,7 @@ export class Inbox extends Context.Service<Inbox, {
     employeeId: number,
     id: LeadRules.NotificationId
   ): Effect.Effect<LeadRules.Notification, DomainErrors.NotificationNotFound>
-  /** Tasks by ascending id. */
+  /** Tasks by ascending id, each with its lead's name (`LeadRules.taskLeadName`). */
   tasks(schoolId: Ids.SchoolId, scope: TaskScope, page: Pagination.PageRequest): Effect.Effect<PageResult<LeadRules.Task>>
 }>()("school/persistence/Inbox") {
   static readonly layer = Layer.effect(
@@ -95,12 +95,15 @@ export class Inbox extends Context.Service<Inbox, {
       const tasks = (schoolId: Ids.SchoolId, scope: TaskScope, page: Pagination.PageRequest) => {
         const { limit, offset } = Pagination.toWindow(page)
         const filter = scope._tag === "School"
-          ? sql`school_id = ${schoolId}`
-          : sql`school_id = ${schoolId} AND assignee_id = ${scope.employeeId}::int`
+          ? sql`task.school_id = ${schoolId}`
+          : sql`task.school_id = ${schoolId} AND task.assignee_id = ${scope.employeeId}::int`
+        // lead_name: LeadRules.taskLeadName in SQL (the name, else the phone); the lead by its primary key.
         return readTasks(
-          sql`SELECT count(*)::int AS total FROM tasks WHERE ${filter}`,
-          sql`SELECT id, title, lead_id, assignee_id, api_ts(created_at) AS created_at
-              FROM tasks WHERE ${filter} ORDER BY id LIMIT ${limit} OFFSET ${offset}`
+          sql`SELECT count(*)::int AS total FROM tasks task WHERE ${filter}`,
+          sql`SELECT task.id, task.title, task.lead_id, task.assignee_id, api_ts(task.created_at) AS created_at,
+                     CASE WHEN l.name = '' THEN l.phone ELSE l.name END AS lead_name
+              FROM tasks task JOIN leads l ON l.school_id = task.school_id AND l.id = task.lead_id
+              WHERE ${filter} ORDER BY task.id LIMIT ${limit} OFFSET ${offset}`
         )
       }
 

@@ -70,7 +70,10 @@ export class Leads extends Context.Service<Leads, {
    * no responsible.
    */
   create(schoolId: Ids.SchoolId, lead: LeadRules.NewLead): Effect.Effect<LeadRules.CrmLead, DomainErrors.ReferencesNotFound>
-  /** The school's general lead list: every lead, API leads included, by ascending id. */
+  /**
+   * The school's general lead list: every lead, API leads included, newest first (by descending
+   * id; docs/back-office.md "Leads, funnels and tasks"), read backwards along the primary key.
+   */
   list(schoolId: Ids.SchoolId, page: Pagination.PageRequest): Effect.Effect<PageResult<LeadRules.CrmLead>>
   /**
    * POST /leads/{id}/status: `LeadNotFound` when the lead is not the
@@ -158,7 +161,7 @@ export class Leads extends Context.Service<Leads, {
         return readLeads(
           sql`SELECT count(*)::int AS total FROM leads WHERE school_id = ${schoolId}`,
           sql`SELECT ${leadColumns} FROM leads l WHERE l.school_id = ${schoolId}
-              ORDER BY l.id LIMIT ${limit} OFFSET ${offset}`
+              ORDER BY l.id DESC LIMIT ${limit} OFFSET ${offset}`
         )
       }
 

@@ -211,14 +211,17 @@ export class Webhooks extends Context.Service<Webhooks, {
           sql`
             INSERT INTO webhook_subscriptions (school_id, url, events, secret_ciphertext)
             SELECT ${row.school_id}, ${row.url}, ${eventArray(row.events)}, ${row.secret_ciphertext}
-            WHERE (SELECT count(*) FROM webhook_subscriptions WHERE school_id = ${row.school_id}) < ${row.max}
+            -- Developers' local listeners (Listeners.ts) have their own bound and do not count.
+            WHERE (SELECT count(*) FROM webhook_subscriptions
+                   WHERE school_id = ${row.school_id} AND listener_seen_at IS NULL) < ${row.max}
             RETURNING id, url, to_json(events) AS events, status, api_ts(created_at) AS created_at`
       })
       const findSubscription = SqlSchema.findOneOption({
         Request: SubscriptionKey,
         Result: Subscription,
         execute: ({ id, school_id }) =>
-          sql`SELECT ${columns} FROM webhook_subscriptions s WHERE s.school_id = ${school_id} AND s.id = ${id}`
+          sql`SELECT ${columns} FROM webhook_subscriptions s
+              WHERE s.school_id = ${school_id} AND s.id = ${id} AND s.listener_seen_at IS NULL`
       })
       const updateSubscription = SqlSchema.findOneOption({
         Request: Schema.Struct({
@@ -356,7 +359,9 @@ export class Webhooks extends Context.Service<Webhooks, {
               'attempts_detail', coalesce((
                 SELECT json_agg(json_build_object(
                   'attempt', a.attempt, 'at', api_ts(a.at), 'response_code', a.response_code,
-                  'error', a.error, 'duration_ms', a.duration_ms) ORDER BY a.attempt)
+                  'error', a.error, 'duration_ms', a.duration_ms,
+                  -- the first 4 KiB the dispatcher kept, as text; an empty body is none (Attempt's response_excerpt)
+                  'response_excerpt', nullif(a.response_body, '')) ORDER BY a.attempt)
                 FROM webhook_attempts a
                 WHERE a.school_id = d.school_id AND a.delivery_id = d.id
               ), '[]'::json)) AS delivery
@@ -428,8 +433,10 @@ export class Webhooks extends Context.Service<Webhooks, {
         list: named("Webhooks.list", (schoolId, page) => {
           const { limit, offset } = toWindow(page)
           return readPage(
-            sql`SELECT count(*)::int AS total FROM webhook_subscriptions WHERE school_id = ${schoolId}`,
-            sql`SELECT ${columns} FROM webhook_subscriptions s WHERE s.school_id = ${schoolId}
+            // The school's subscriptions, not developers' local listeners (Listeners.ts).
+            sql`SELECT count(*)::int AS total FROM webhook_subscriptions
+                WHERE school_id = ${schoolId} AND listener_seen_at IS NULL`,
+            sql`SELECT ${columns} FROM webhook_subscriptions s WHERE s.school_id = ${schoolId} AND s.listener_seen_at IS NULL
                 ORDER BY s.id LIMIT ${limit} OFFSET ${offset}`
           )
         }),

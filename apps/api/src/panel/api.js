@@ -67,9 +67,88 @@ const BASE = "/api/crm/v1"
 
 /**
  * A call that failed: the server's envelope, or `NETWORK` (no answer) or
- * `UNKNOWN` (an answer without the envelope).
- * @typedef {{ status: number, code: ErrorCode | "NETWORK" | "UNKNOWN", message: string, fields?: Record<string, string | string[]>, retryAfter?: number }} Failure
+ * `UNKNOWN` (an answer without the envelope). `message` is what the panel
+ * shows: its own sentence for the code (`explain`), never a route or a
+ * schema phrase; `serverMessage` is the envelope's own text, kept for
+ * reading, not for showing. `fields` are the server's, which dom.js's
+ * `showFieldErrors` puts in the panel's words under each field.
+ * @typedef {{ status: number, code: ErrorCode | "NETWORK" | "UNKNOWN", message: string, serverMessage: string, fields?: Record<string, string | string[]>, retryAfter?: number }} Failure
  */
+
+/**
+ * How long a 429 or 503 says to wait, in words: "17 seconds", "1 second",
+ * or "a little while" without `Retry-After`.
+ * @param {number | undefined} retryAfter
+ */
+export const waitText = (retryAfter) =>
+  retryAfter === undefined ? "a little while" : `${retryAfter} second${retryAfter === 1 ? "" : "s"}`
+
+/**
+ * The server's own message when it is already plain words for the school's
+ * staff (no route, no schema phrase, no quoted code), else null.
+ * @param {string} message
+ * @returns {string | null}
+ */
+export const plainServerMessage = (message) => {
+  const text = message.trim()
+  if (text === "") return null
+  if (/\b(?:GET|POST|PATCH|PUT|DELETE) \//u.test(text)) return null
+  if (/(?:^|[\s("'])\/[a-z]/u.test(text)) return null
+  if (/\bExpected\b|Invalid request|`/u.test(text)) return null
+  return text
+}
+
+/**
+ * What a failure means to the school's staff, in one or two sentences (what
+ * happened, what to do), by its code. The server's message is used only for
+ * the codes where it is already plain and says more than the panel could:
+ * TARIFF_TOO_LOW (it names the plan needed and the school's), CONFLICT,
+ * GROUP_FULL and ALREADY_ENROLLED (the limit, the e-mail already taken);
+ * when such a message is not plain (it names a route), the panel's sentence
+ * stands in.
+ * @param {Failure["code"]} code
+ * @param {string} serverMessage
+ * @param {number | undefined} retryAfter
+ * @returns {string}
+ */
+export const explain = (code, serverMessage, retryAfter) => {
+  const plain = plainServerMessage(serverMessage)
+  switch (code) {
+    case "UNAUTHENTICATED":
+      return "You are not signed in: your session has ended. Sign in again to continue."
+    case "FORBIDDEN":
+      return "Your role does not allow this. If you need it, ask the school's owner or an administrator."
+    case "TARIFF_TOO_LOW":
+      return plain ?? "This is not part of the school's plan. The service's operator can move the school to a plan that includes it."
+    case "NOT_FOUND":
+      return "It is not there: it may have been deleted, or the link is out of date. Go back to the list and reload it."
+    case "CONFLICT":
+      return plain ?? (/\bdisabled\b/u.test(serverMessage)
+        ? "This webhook is disabled. Enable it first, then try again."
+        : "This cannot be done in the current state: something changed meanwhile or a limit is reached. Reload the page to see how things are now.")
+    case "GROUP_FULL":
+      return plain ?? "The group is full: it has no free place left."
+    case "ALREADY_ENROLLED":
+      return plain ?? "The student is already in this group."
+    case "VALIDATION_FAILED":
+      return "Some of what was entered was not accepted. Check the marked fields and try again."
+    case "TOO_MANY_ATTEMPTS":
+      return `Too many attempts in a short time. Wait ${waitText(retryAfter)} and try again.`
+    case "PAYLOAD_TOO_LARGE":
+      return "What was sent is too large. Shorten the longest text and try again."
+    case "SERVICE_UNAVAILABLE":
+      return `The service is unavailable for a moment. Try again in ${waitText(retryAfter)}.`
+    case "INTERNAL_ERROR":
+      return "Something went wrong on the server's side. Try again in a moment; if it keeps happening, tell the service's operator."
+    case "NETWORK":
+      return "The server could not be reached. Check the connection and try again."
+    case "METHOD_NOT_ALLOWED":
+    case "UNSUPPORTED_MEDIA_TYPE":
+    case "UNKNOWN":
+      return "The server did not understand the panel, or the panel the server. Reload the page and try again; if it keeps happening, tell the service's operator."
+  }
+  return "Something went wrong. Try again; if it keeps happening, tell the service's operator."
+}
 /**
  * An answer: the envelope's `data` and `meta` (lists only; a fixed one otherwise), or its error.
  * @template T
@@ -119,7 +198,7 @@ const call = async (method, path, body, options = {}) => {
       ...(body === undefined ? {} : { body: JSON.stringify(body) })
     })
   } catch {
-    return { ok: false, status: 0, code: "NETWORK", message: "The server could not be reached. Check the connection and try again." }
+    return { ok: false, status: 0, code: "NETWORK", message: explain("NETWORK", "", undefined), serverMessage: "" }
   }
   /** @type {unknown} */
   let json
@@ -135,13 +214,18 @@ const call = async (method, path, body, options = {}) => {
     return { ok: true, status: response.status, data: /** @type {T} */ (envelope.data), meta: /** @type {M} */ (envelope.meta ?? { page: 1, per_page: 0, total: 0 }) }
   }
   const retryAfter = Number(response.headers.get("retry-after") ?? "")
+  const wait = Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined
+  /** @type {Failure["code"]} */
+  const code = envelope?.code ?? (response.status === 503 ? "SERVICE_UNAVAILABLE" : response.status >= 500 ? "INTERNAL_ERROR" : "UNKNOWN")
+  const serverMessage = envelope?.message ?? ""
   /** @type {Failure} */
   const failure = {
     status: response.status,
-    code: envelope?.code ?? (response.status >= 500 ? "INTERNAL_ERROR" : "UNKNOWN"),
-    message: envelope?.message ?? `The server answered ${response.status}. Try again later.`,
+    code,
+    message: explain(code, serverMessage, wait),
+    serverMessage,
     ...(envelope?.fields === undefined ? {} : { fields: envelope.fields }),
-    ...(Number.isFinite(retryAfter) && retryAfter > 0 ? { retryAfter } : {})
+    ...(wait === undefined ? {} : { retryAfter: wait })
   }
   if (response.status === 401 && options.quiet !== true) sessionEnded(failure)
   return { ok: false, ...failure }

@@ -8,7 +8,7 @@
  */
 import * as Api from "./api.js"
 import { ACCESS } from "./contract-lists.js"
-import { h, replace } from "./dom.js"
+import { h, problem, replace } from "./dom.js"
 import { renderKeys } from "./keys.js"
 import { renderLeads } from "./leads.js"
 import { renderNotifications } from "./notifications.js"
@@ -146,7 +146,7 @@ const drawChrome = () => {
   })
   replace(
     who,
-    h("span", { class: "who-name" }, employee.name),
+    h("span", { class: "who-name", title: employee.name }, employee.name),
     h("span", { class: "who-role" }, employee.role),
     ROUTES.filter((route) => route.nav === "account" && route.roles.includes(employee.role)).map((route) =>
       h("a", { href: route.href, class: "account-link", "aria-current": current?.href === route.href ? "page" : null }, route.label)
@@ -253,7 +253,7 @@ const boot = async () => {
   } else if (reply.status === 401) {
     endSession(null, location.hash)
   } else {
-    replace(main, h("div", { class: "view view-narrow" }, h("h1", {}, "School CRM"), h("p", { role: "alert", class: "notice notice-error" }, reply.message)))
+    replace(main, h("div", { class: "view view-narrow" }, h("h1", {}, "School CRM"), problem(reply, "Could not open the back office.")))
   }
 }
 

@@ -578,8 +578,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The school's general lead list, API leads included, by ascending id
-         * @description Full access or manager. The school's leads, those created through the public API included, by ascending id, paged.
+         * The school's general lead list, API leads included, newest first
+         * @description Full access or manager. The school's leads, those created through the public API included, newest first (by descending id), paged.
          */
         get: operations["leads.list"];
         put?: never;
@@ -687,7 +687,7 @@ export interface paths {
         };
         /**
          * Tasks assigned to the caller; full access sees every task of the school, unassigned ones included
-         * @description Any signed-in employee. The tasks assigned to the caller, paged; the owner and administrators see every task of the school, unassigned ones included.
+         * @description Any signed-in employee. The tasks assigned to the caller, by ascending id, paged; the owner and administrators see every task of the school, unassigned ones included. Each task carries `lead_name`: its lead's name, or the lead's phone when the lead has no name.
          */
         get: operations["inbox.tasks"];
         put?: never;
@@ -748,7 +748,8 @@ export interface components {
          *       "title": "Call to confirm the trial lesson",
          *       "lead_id": 7,
          *       "assignee_id": 8,
-         *       "created_at": "2026-11-22T09:15:03.123456Z"
+         *       "created_at": "2026-11-22T09:15:03.123456Z",
+         *       "lead_name": "Anna Ivanova"
          *     }
          */
         Task: {
@@ -763,6 +764,8 @@ export interface components {
              * @example 2026-11-22T09:15:03.123456Z
              */
             created_at: string;
+            /** @description The lead's name as it is now, or its phone when the lead has no name (taskLeadName) */
+            lead_name: string;
         };
         BackOfficeNotFoundError: {
             /** @enum {boolean} */
@@ -4266,9 +4269,9 @@ export interface operations {
                      *         "event": "lead.created",
                      *         "status": "delivered",
                      *         "response_code": 200,
-                     *         "attempts": 1,
+                     *         "attempts": 3,
                      *         "created_at": "2026-11-22T09:15:03.123456Z",
-                     *         "last_attempt_at": "2026-11-22T09:15:03.456789Z",
+                     *         "last_attempt_at": "2026-11-22T09:21:13.612345Z",
                      *         "next_attempt_at": null,
                      *         "webhook_id": "msg_4b1e3f0c9a8d4e2f8c6b5a4d3e2f1a0b",
                      *         "body": "{\"event\":\"lead.created\",\"account_id\":1,\"payload\":{\"lead_id\":7,\"name\":\"Anna Ivanova\",\"phone\":\"+7 (999) 123-45-67\",\"source\":\"website\"},\"timestamp\":\"2026-11-22T09:15:03.123456Z\"}",
@@ -4276,9 +4279,26 @@ export interface operations {
                      *           {
                      *             "attempt": 1,
                      *             "at": "2026-11-22T09:15:03.456789Z",
+                     *             "response_code": null,
+                     *             "error": "timeout",
+                     *             "duration_ms": 10002,
+                     *             "response_excerpt": null
+                     *           },
+                     *           {
+                     *             "attempt": 2,
+                     *             "at": "2026-11-22T09:16:13.501234Z",
+                     *             "response_code": 503,
+                     *             "error": null,
+                     *             "duration_ms": 131,
+                     *             "response_excerpt": "{\"error\":\"database is restarting\"}"
+                     *           },
+                     *           {
+                     *             "attempt": 3,
+                     *             "at": "2026-11-22T09:21:13.612345Z",
                      *             "response_code": 200,
                      *             "error": null,
-                     *             "duration_ms": 84
+                     *             "duration_ms": 84,
+                     *             "response_excerpt": "ok"
                      *           }
                      *         ]
                      *       }
@@ -4293,9 +4313,9 @@ export interface operations {
                          *       "event": "lead.created",
                          *       "status": "delivered",
                          *       "response_code": 200,
-                         *       "attempts": 1,
+                         *       "attempts": 3,
                          *       "created_at": "2026-11-22T09:15:03.123456Z",
-                         *       "last_attempt_at": "2026-11-22T09:15:03.456789Z",
+                         *       "last_attempt_at": "2026-11-22T09:21:13.612345Z",
                          *       "next_attempt_at": null,
                          *       "webhook_id": "msg_4b1e3f0c9a8d4e2f8c6b5a4d3e2f1a0b",
                          *       "body": "{\"event\":\"lead.created\",\"account_id\":1,\"payload\":{\"lead_id\":7,\"name\":\"Anna Ivanova\",\"phone\":\"+7 (999) 123-45-67\",\"source\":\"website\"},\"timestamp\":\"2026-11-22T09:15:03.123456Z\"}",
@@ -4303,9 +4323,26 @@ export interface operations {
                          *         {
                          *           "attempt": 1,
                          *           "at": "2026-11-22T09:15:03.456789Z",
+                         *           "response_code": null,
+                         *           "error": "timeout",
+                         *           "duration_ms": 10002,
+                         *           "response_excerpt": null
+                         *         },
+                         *         {
+                         *           "attempt": 2,
+                         *           "at": "2026-11-22T09:16:13.501234Z",
+                         *           "response_code": 503,
+                         *           "error": null,
+                         *           "duration_ms": 131,
+                         *           "response_excerpt": "{\"error\":\"database is restarting\"}"
+                         *         },
+                         *         {
+                         *           "attempt": 3,
+                         *           "at": "2026-11-22T09:21:13.612345Z",
                          *           "response_code": 200,
                          *           "error": null,
-                         *           "duration_ms": 84
+                         *           "duration_ms": 84,
+                         *           "response_excerpt": "ok"
                          *         }
                          *       ]
                          *     }
@@ -4341,8 +4378,11 @@ export interface operations {
                                  */
                                 at: string;
                                 response_code: number | null;
+                                /** @description Why the attempt got no whole answer: timeout, connection_refused, connection_closed, dns_error, tls_error, connection_error, blocked_address, invalid_url or secret_unreadable; null when the receiver answered */
                                 error: string | null;
                                 duration_ms: number;
+                                /** @description The start of the receiver's response body: at most its first 4096 bytes, read as UTF-8 (bytes that are not UTF-8 become U+FFFD, NUL characters are dropped); null when there was no response or its body was empty. Plain text from the receiver: never markup to render */
+                                response_excerpt: string | null;
                             }[];
                         };
                     };
@@ -6976,7 +7016,8 @@ export interface operations {
                      *           "title": "Call to confirm the trial lesson",
                      *           "lead_id": 7,
                      *           "assignee_id": 8,
-                     *           "created_at": "2026-11-22T09:15:03.123456Z"
+                     *           "created_at": "2026-11-22T09:15:03.123456Z",
+                     *           "lead_name": "Anna Ivanova"
                      *         }
                      *       ],
                      *       "meta": {

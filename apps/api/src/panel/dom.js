@@ -5,6 +5,10 @@
  * value from the server (a URL, a name) can only ever show as characters.
  */
 
+import { waitText } from "./api.js"
+
+export { waitText }
+
 /** @typedef {Node | string | number | null | undefined | false} Child */
 /** @typedef {Record<string, string | number | boolean | null | undefined | EventListener>} Attributes */
 
@@ -64,6 +68,24 @@ export const time = (iso, options = {}) => {
   if (Number.isNaN(date.getTime())) return h("span", {}, iso)
   return h("time", { datetime: iso, title: iso }, (options.seconds === true ? dateTimeSeconds : dateTime).format(date))
 }
+
+/**
+ * A name or address that may be long (a key's name is up to 255
+ * characters, a URL up to 2,048): shown on at most a few lines, cut with
+ * "…", and whole in the tooltip (`title`), so it never pushes the rest of
+ * a row out of view.
+ * @param {string} text
+ * @param {string} [className] e.g. "strong", "url"
+ */
+export const clipped = (text, className = "") => h("span", { class: `clip ${className}`.trim(), title: text }, text)
+
+/**
+ * `text` on one line, cut with an ellipsis where it is too long, whole in the tooltip: for table cells
+ * whose neighbours must keep their width (a lead's name, its source, a task's title).
+ * @param {string} text
+ * @param {string} [className] more classes
+ */
+export const clippedLine = (text, className = "") => h("span", { class: `clip-line ${className}`.trim(), title: text }, text)
 
 /**
  * A coloured label for a state: `tone` picks the colours.
@@ -129,9 +151,9 @@ export const field = (label, control, options = {}) => {
   return {
     element,
     control,
-    /** @param {string | null} message */
+    /** @param {string | null} message the panel's words; what is between backticks shows as code */
     setError: (message) => {
-      error.textContent = message ?? ""
+      replace(error, ...words(message ?? ""))
       error.hidden = message === null
       if (message === null) control.removeAttribute("aria-invalid")
       else control.setAttribute("aria-invalid", "true")
@@ -173,9 +195,9 @@ export const checkboxes = (legend, name, options, checked) => {
   return {
     element,
     values: () => boxes.filter((box) => box.checked).map((box) => box.value),
-    /** @param {string | null} message */
+    /** @param {string | null} message the panel's words; what is between backticks shows as code */
     setError: (message) => {
-      error.textContent = message ?? ""
+      replace(error, ...words(message ?? ""))
       error.hidden = message === null
       if (message === null) boxes[0]?.removeAttribute("aria-invalid")
       else boxes[0]?.setAttribute("aria-invalid", "true")
@@ -184,26 +206,114 @@ export const checkboxes = (legend, name, options, checked) => {
 }
 
 /**
- * Shows the server's 422 `fields` next to the fields they name; what names
- * no field on the form goes to `rest`. Clears earlier errors first.
+ * A sentence as nodes: text, with what is between backticks as `<code>`
+ * (a command to type). Never HTML.
+ * @param {string} text
+ * @returns {Array<Node | string>}
+ */
+export const words = (text) =>
+  text.split("`").map((part, index) => index % 2 === 1 ? h("code", {}, part) : part).filter((part) => part !== "")
+
+/** The least length of a password (docs/back-office.md "Staff"), counted in characters as the server counts them. */
+export const PASSWORD_MIN = 10
+
+/** What the panel says under a field whose value the server did not take, when it has no words of its own for that field. */
+export const GENERIC_FIELD_WORDS = "This was not accepted. Check it and try again."
+
+/**
+ * The panel's words for a field the server refused, by the field's name
+ * (docs/back-office.md, each form's section). The server's messages only
+ * choose among the panel's sentences (e.g. an e-mail already taken, a
+ * receiver refused only because it is local); they are never shown, as
+ * they are written for programs ("Expected a non-empty name").
+ * @type {Record<string, (server: string) => string>}
+ */
+const FIELD_WORDS = {
+  name: (server) => /at most/u.test(server) ? "Use a shorter name: at most 255 characters." : "Enter a name.",
+  email: (server) =>
+    /already/u.test(server)
+      ? "This e-mail is already someone's login e-mail: use another one."
+      : "Enter an e-mail address, such as anna@school.example.",
+  password: (server) => passwordWords(server),
+  new_password: (server) => passwordWords(server),
+  current_password: (server) =>
+    /not your current/u.test(server) ? "This is not your current password. Check it and try again." : "Enter your current password.",
+  role: () => "Choose one of the roles in the list.",
+  scope: () => "Choose read or write.",
+  expires_at: () => "Choose a date in the future, or leave it empty for a key that does not expire.",
+  url: (server) => {
+    const listen = /webhooks listen(?: --school \d+)?/u.exec(server)
+    if (listen !== null) {
+      return "Use an https:// address that is reachable from the internet. To receive webhooks on your own computer " +
+        `while developing, run \`npm run cli -- ${listen[0]}\`.`
+    }
+    if (/at most/u.test(server)) return "Use a shorter address."
+    if (/credentials/u.test(server)) return "Leave the user name and password out of the address."
+    if (/absolute URL|with a host/u.test(server)) return "Enter a whole address, such as https://crm.example.com/hooks."
+    return "Use an https:// address that is reachable from the internet."
+  },
+  events: () => "Choose at least one event.",
+  since: () => "Choose a date and time in the past.",
+  status_id: () => "Choose a status of this lead's funnel."
+}
+
+/** @param {string} server */
+const passwordWords = (server) =>
+  /at most/u.test(server)
+    ? "Use a shorter password: at most 1024 characters."
+    : /at least/u.test(server)
+    ? `Choose a password of at least ${PASSWORD_MIN} characters.`
+    : "Enter a password (letters, digits, spaces and signs)."
+
+/**
+ * The panel's sentence for a field the server refused with `messages`.
+ * @param {string} name the field's name on the wire (`url`, `events[0]`…)
+ * @param {string | ReadonlyArray<string>} messages the server's messages for it
+ */
+export const fieldWords = (name, messages) => {
+  const top = name.split(/[.[]/u)[0] ?? name
+  const server = typeof messages === "string" ? messages : messages.join(" ")
+  return (FIELD_WORDS[name] ?? FIELD_WORDS[top])?.(server) ?? GENERIC_FIELD_WORDS
+}
+
+/**
+ * Shows the panel's own messages (a check made before sending) next to
+ * the fields they name. Clears earlier errors first.
+ * @param {Record<string, { setError: (message: string | null) => void }>} fields
+ * @param {Record<string, string>} messages
+ */
+export const showOwnErrors = (fields, messages) => {
+  for (const entry of Object.values(fields)) entry.setError(null)
+  for (const [name, message] of Object.entries(messages)) fields[name]?.setError(message)
+  focusInvalid()
+}
+
+/**
+ * Shows the server's `fields` (of a 422, or of a 409 that names a field)
+ * next to the fields they name, each in the panel's words for that field
+ * (`fieldWords`); what names no field on the form goes to `rest`. Clears
+ * earlier errors first.
  * @param {Record<string, { setError: (message: string | null) => void }>} fields
  * @param {Record<string, string | ReadonlyArray<string>> | undefined} errors
- * @returns {string[]} the messages for fields the form does not have
+ * @returns {string[]} the names the form does not have
  */
 export const showFieldErrors = (fields, errors) => {
   for (const entry of Object.values(fields)) entry.setError(null)
   /** @type {string[]} */
   const rest = []
   for (const [name, messages] of Object.entries(errors ?? {})) {
-    const text = typeof messages === "string" ? messages : messages.join(" ")
     const top = name.split(/[.[]/u)[0] ?? name
     const target = fields[name] ?? fields[top]
-    if (target === undefined) rest.push(`${name}: ${text}`)
-    else target.setError(text)
+    if (target === undefined) rest.push(name)
+    else target.setError(fieldWords(name, messages))
   }
+  focusInvalid()
+  return rest
+}
+
+const focusInvalid = () => {
   const invalid = document.querySelector("[aria-invalid='true']")
   if (invalid instanceof HTMLElement) invalid.focus()
-  return rest
 }
 
 /**
@@ -382,40 +492,48 @@ export const table = (caption, columns, rows, options = {}) =>
   )
 
 /**
- * What a failed call shows: a 403 as a matter of role, anything else with
- * the server's own message.
+ * What a failed call shows, in the panel's words (api.js `explain`: never a
+ * route, never a schema phrase): a 403 as a matter of role, a 404 as not
+ * found, a refusal of the plan as such, anything else under `doing`.
  * @param {Pick<import("./api.js").Failure, "status" | "code" | "message">} failure
  * @param {string} [doing] what was being done, e.g. "Could not load the keys."
  */
-export const problem = (failure, doing = "Something went wrong.") =>
-  failure.code === "FORBIDDEN"
-    ? notice("warning", "Not available for your role.", failure.message)
-    : failure.code === "NOT_FOUND"
-    ? notice("warning", "Not found.", failure.message)
-    : notice("error", doing, failure.message)
+export const problem = (failure, doing = "Something went wrong.") => {
+  switch (failure.code) {
+    case "FORBIDDEN":
+      return notice("warning", "Not available for your role.", failure.message)
+    case "NOT_FOUND":
+      return notice("warning", "Not found.", failure.message)
+    case "TARIFF_TOO_LOW":
+      return notice("warning", "Not part of this school's plan.", failure.message)
+    case "TOO_MANY_ATTEMPTS":
+    case "SERVICE_UNAVAILABLE":
+      return notice("warning", doing, failure.message)
+    default:
+      return notice("error", doing, failure.message)
+  }
+}
 
 /**
- * How long a 429 says to wait, in words: "17 seconds", "1 second", or "a
- * little while" without `Retry-After`.
- * @param {number | undefined} retryAfter
- */
-export const waitText = (retryAfter) =>
-  retryAfter === undefined ? "a little while" : `${retryAfter} second${retryAfter === 1 ? "" : "s"}`
-
-/**
- * Shows why a form's submission failed: a 422's `fields` next to the
- * fields they name (and what names no field of the form above its button,
- * in `formProblem`), anything else as one `problem`.
+ * Shows why a form's submission failed: the server's `fields` (a 422's, or
+ * any other code's that names fields, such as a 409 on an e-mail already
+ * taken) under the fields they name, in the panel's words, with a line
+ * above the button for what names no field of the form; anything else as
+ * one `problem`.
  * @param {Element} formProblem
  * @param {Record<string, { setError: (message: string | null) => void }>} fields
  * @param {import("./api.js").Failure} reply
  * @param {string} doing what was being done, e.g. "Could not issue the key."
  */
 export const showSubmitFailure = (formProblem, fields, reply, doing) => {
-  if (reply.code !== "VALIDATION_FAILED") {
-    replace(formProblem, problem(reply, doing))
+  const named = reply.fields !== undefined && Object.keys(reply.fields).length > 0
+  if (!named) {
+    showOwnErrors(fields, {})
+    replace(formProblem, reply.code === "VALIDATION_FAILED"
+      ? notice("error", doing, "Some of what was entered was not accepted. Check the form and try again.")
+      : problem(reply, doing))
     return
   }
   const rest = showFieldErrors(fields, reply.fields)
-  replace(formProblem, ...(rest.length > 0 || reply.fields === undefined ? [notice("error", reply.message, rest.join(" "))] : []))
+  replace(formProblem, ...(rest.length > 0 ? [notice("error", doing, `${rest.length === 1 ? "A value" : "Some values"} the form does not show ${rest.length === 1 ? "was" : "were"} not accepted. Reload the page and try again.`)] : []))
 }

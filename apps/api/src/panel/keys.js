@@ -6,7 +6,7 @@
  * `TARIFF_TOO_LOW`, shown as what it is: a matter of the school's plan.
  */
 import * as Api from "./api.js"
-import { badge, button, confirmAction, empty, field, form, h, loading, notice, pager, problem, replace, secretBox, showFieldErrors, showSubmitFailure, table, time } from "./dom.js"
+import { badge, button, clipped, confirmAction, empty, field, form, h, hold, loading, notice, pager, problem, replace, secretBox, showOwnErrors, showSubmitFailure, table, time } from "./dom.js"
 
 /** @typedef {import("./app.js").ViewContext} ViewContext */
 /** @typedef {import("./api.js").ApiKey} ApiKey */
@@ -55,7 +55,7 @@ export const renderKeys = async (context) => {
           "API keys",
           ["Name", "Scope", "Prefix", "Created", "Expires", "State", ""],
           keys.map((key) => [
-            h("span", { class: "strong" }, key.name),
+            clipped(key.name, "strong"),
             key.scope === "write" ? "read and write" : "read only",
             h("code", {}, `svc_${key.prefix}_…`),
             time(key.created_at),
@@ -105,6 +105,9 @@ export const renderKeys = async (context) => {
   })
   const formProblem = h("div", { class: "form-problem" })
   const fields = { name, scope, expires_at: expires }
+  const submit = h("button", { type: "submit", class: "button button-primary", "aria-describedby": "issue-held" }, "Issue key")
+  // Why Issue key is not offered now, once the server has said so (the plan is not the panel's to know before).
+  const held = h("p", { class: "muted small reason-line", id: "issue-held", hidden: true })
 
   const issueForm = form({ class: "form form-grid", "aria-labelledby": "issue-title" }, async () => {
     replace(formProblem)
@@ -118,7 +121,7 @@ export const renderKeys = async (context) => {
     const reply = await Api.issueKey(body)
     if (!context.isCurrent()) return
     if (reply.ok) {
-      showFieldErrors(fields, {})
+      showOwnErrors(fields, {})
       issueForm.reset()
       const key = reply.data
       replace(
@@ -144,6 +147,9 @@ export const renderKeys = async (context) => {
       return
     }
     if (reply.code === "TARIFF_TOO_LOW") {
+      hold(submit, true)
+      held.textContent = "Issuing keys is not possible on this school's plan."
+      held.hidden = false
       replace(
         formProblem,
         notice(
@@ -162,7 +168,7 @@ export const renderKeys = async (context) => {
     scope.element,
     expires.element,
     formProblem,
-    h("div", { class: "actions" }, h("button", { type: "submit", class: "button button-primary" }, "Issue key"))
+    h("div", { class: "actions" }, submit, held)
   )
 
   replace(

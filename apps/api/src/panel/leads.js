@@ -3,16 +3,21 @@
  * The school's leads (docs/back-office.md "Leads, funnels and tasks"): the
  * general list with each lead's funnel and status, moving a lead to another
  * status of its funnel, and the task the status's automation created, with
- * the reader's tasks below.
+ * the reader's tasks below. Newest leads first (the server's order); each
+ * task names its lead (`lead_name`). Long names, comments, sources and
+ * task titles are cut to a line or two, the whole text in `title` (hover).
  */
 import * as Api from "./api.js"
 import { ACCESS } from "./contract-lists.js"
-import { busy, empty, h, loading, notice, pager, problem, replace, table, time } from "./dom.js"
+import { busy, clippedLine, empty, h, loading, notice, pager, problem, replace, table, time } from "./dom.js"
 
 /** @typedef {import("./app.js").ViewContext} ViewContext */
 /** @typedef {import("./api.js").Lead} Lead */
 /** @typedef {import("./api.js").Funnel} Funnel */
 /** @typedef {import("./api.js").Task} Task */
+
+/** A lead's comment under its name: at most two lines, the whole of it on hover. @param {string} comment */
+const commentLines = (comment) => comment === "" ? null : h("span", { class: "clip-lines muted small", title: comment }, comment)
 
 /** The newest tasks the reader may see (the last page of their list). @returns {Promise<Task[] | null>} */
 const latestTasks = async () => {
@@ -61,7 +66,7 @@ export const renderLeads = async (context) => {
         : table(
           "Tasks, oldest first",
           ["Task", "Lead", "Assigned to", "Created"],
-          tasks.map((task) => [h("span", { class: "strong" }, task.title), `#${task.lead_id}`, who(task.assignee_id), time(task.created_at)])
+          tasks.map((task) => [clippedLine(task.title, "strong"), clippedLine(task.lead_name), who(task.assignee_id), time(task.created_at)])
         )
     )
   }
@@ -132,12 +137,12 @@ export const renderLeads = async (context) => {
       leads.data.length === 0
         ? empty("No leads yet.", h("p", { class: "muted" }, "Leads from the website and the public API show here."))
         : table(
-          "Leads, oldest first",
+          "Leads, newest first",
           ["Lead", "Phone", "Source", "Funnel and status", "Responsible", "Created"],
           leads.data.map((lead) => [
-            h("span", { class: "strong" }, lead.name === "" ? "(no name)" : lead.name),
-            lead.phone,
-            lead.source,
+            [lead.name === "" ? h("span", { class: "strong muted" }, "(no name)") : clippedLine(lead.name, "strong"), commentLines(lead.comment)],
+            h("span", { class: "phone" }, lead.phone),
+            clippedLine(lead.source, "source"),
             statusCell(lead, allFunnels),
             who(lead.responsible_id),
             time(lead.created_at)

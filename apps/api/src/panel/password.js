@@ -6,8 +6,8 @@
  * ended the reader's other sessions, and the page says so.
  */
 import * as Api from "./api.js"
-import { field, form, h, notice, problem, replace, showFieldErrors, waitText } from "./dom.js"
-import { length, PASSWORD_MIN } from "./staff.js"
+import { field, form, h, notice, PASSWORD_MIN, replace, showOwnErrors, showSubmitFailure, waitText } from "./dom.js"
+import { length } from "./staff.js"
 
 /** @typedef {import("./app.js").ViewContext} ViewContext */
 
@@ -34,13 +34,13 @@ export const renderPassword = async (context) => {
     if (length(body.new_password) < PASSWORD_MIN) mistakes["new_password"] = `Choose a password of at least ${PASSWORD_MIN} characters.`
     else if (repeat.control.value !== body.new_password) mistakes["repeat"] = "The two new passwords are not the same."
     if (Object.keys(mistakes).length > 0) {
-      showFieldErrors(fields, mistakes)
+      showOwnErrors(fields, mistakes)
       return
     }
     const reply = await Api.changePassword(body)
     if (!context.isCurrent()) return
     if (reply.ok) {
-      showFieldErrors(fields, {})
+      showOwnErrors(fields, {})
       passwordForm.reset()
       replace(done, notice("success", "Your password is changed.", "You were signed out everywhere else; this window stays signed in."))
       return
@@ -50,12 +50,7 @@ export const renderPassword = async (context) => {
       replace(formProblem, notice("error", "Too many wrong passwords.", `Changing the password is paused for a while (too many wrong current passwords). Wait ${wait} and try again.`))
       return
     }
-    if (reply.fields !== undefined) {
-      const rest = showFieldErrors(fields, reply.fields)
-      if (rest.length > 0) replace(formProblem, notice("error", reply.message, rest.join(" ")))
-      return
-    }
-    replace(formProblem, problem(reply, "Could not change the password."))
+    showSubmitFailure(formProblem, fields, reply, "Could not change the password.")
   },
     h("h2", { id: "password-title" }, "Your password"),
     current.element,

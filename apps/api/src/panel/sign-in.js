@@ -5,7 +5,7 @@
  * was wrong); `TOO_MANY_ATTEMPTS` says how long to wait.
  */
 import * as Api from "./api.js"
-import { field, form, h, notice, replace, showFieldErrors, waitText } from "./dom.js"
+import { field, form, h, notice, replace, showOwnErrors, showSubmitFailure, waitText } from "./dom.js"
 
 /**
  * @param {HTMLElement} view
@@ -29,10 +29,10 @@ export const renderSignIn = (view, message, signedIn) => {
     if (emailValue === "") missing["email"] = "Enter your e-mail."
     if (passwordValue === "") missing["password"] = "Enter your password."
     if (Object.keys(missing).length > 0) {
-      showFieldErrors(fields, missing)
+      showOwnErrors(fields, missing)
       return
     }
-    showFieldErrors(fields, {})
+    showOwnErrors(fields, {})
     const reply = await Api.signIn(emailValue, passwordValue)
     if (reply.ok) {
       await signedIn(reply.data.employee)
@@ -47,11 +47,8 @@ export const renderSignIn = (view, message, signedIn) => {
         problem,
         notice("error", "Too many failed sign-ins.", `Signing in is paused for a while (too many failed attempts for this e-mail or from this network). Wait ${wait} and try again.`)
       )
-    } else if (reply.code === "VALIDATION_FAILED") {
-      const rest = showFieldErrors(fields, reply.fields)
-      if (rest.length > 0) replace(problem, notice("error", reply.message, rest.join(" ")))
     } else {
-      replace(problem, notice("error", "Could not sign in.", reply.message))
+      showSubmitFailure(problem, fields, reply, "Could not sign in.")
     }
   },
     h("h1", { id: "sign-in-title" }, "Sign in"),

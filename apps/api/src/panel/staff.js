@@ -8,7 +8,7 @@
  * and its refusal is shown as such.
  */
 import * as Api from "./api.js"
-import { badge, busy, confirmAction, empty, field, form, h, loading, notice, pager, problem, replace, showFieldErrors, table } from "./dom.js"
+import { badge, busy, clipped, confirmAction, empty, field, form, h, loading, notice, pager, PASSWORD_MIN, problem, replace, showOwnErrors, showSubmitFailure, table } from "./dom.js"
 
 /** @typedef {import("./app.js").ViewContext} ViewContext */
 /** @typedef {import("./api.js").Employee} Employee */
@@ -18,8 +18,7 @@ import { badge, busy, confirmAction, empty, field, form, h, loading, notice, pag
 /** The roles the panel may give: every role but the owner's, which nobody gives. @type {ReadonlyArray<Exclude<Role, "owner">>} */
 const GIVEN_ROLES = ["administrator", "manager", "teacher"]
 
-/** The least length of a password (docs/back-office.md "Staff"), counted in characters as the server counts them. */
-export const PASSWORD_MIN = 10
+export { PASSWORD_MIN }
 
 /** A password's length in characters (code points, not UTF-16 units). */
 export const length = (/** @type {string} */ text) => [...text].length
@@ -154,8 +153,8 @@ export const renderStaff = async (context) => {
           reply.data.map((member) => {
             const reason = whyNot(employee, member)
             return [
-              h("span", { class: "strong" }, member.id === employee.id ? `${member.name} (you)` : member.name),
-              h("span", { class: "url" }, member.email),
+              member.id === employee.id ? [clipped(member.name, "strong"), " (you)"] : clipped(member.name, "strong"),
+              clipped(member.email, "url"),
               roleCell(member, reason),
               member.disabled ? badge("disabled", "off") : badge("active", "ok"),
               actionsCell(member, reason)
@@ -198,24 +197,19 @@ export const renderStaff = async (context) => {
     if (body.email === "") missing["email"] = "Enter their e-mail."
     if (length(body.password) < PASSWORD_MIN) missing["password"] = `Choose a password of at least ${PASSWORD_MIN} characters.`
     if (Object.keys(missing).length > 0) {
-      showFieldErrors(fields, missing)
+      showOwnErrors(fields, missing)
       return
     }
     const reply = await Api.addEmployee(body)
     if (!context.isCurrent()) return
     if (reply.ok) {
-      showFieldErrors(fields, {})
+      showOwnErrors(fields, {})
       addForm.reset()
       replace(message, notice("success", null, `${reply.data.name} is added as ${withArticle(reply.data.role)} and can sign in with ${reply.data.email}.`))
       await loadList()
       return
     }
-    if (reply.fields !== undefined) {
-      const rest = showFieldErrors(fields, reply.fields)
-      if (rest.length > 0) replace(formProblem, notice("error", reply.message, rest.join(" ")))
-      return
-    }
-    replace(formProblem, problem(reply, "Could not add the employee."))
+    showSubmitFailure(formProblem, fields, reply, "Could not add the employee.")
   },
     h("h2", { id: "add-title" }, "Add an employee"),
     name.element,

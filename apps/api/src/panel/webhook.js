@@ -12,7 +12,14 @@
  * `test`, `resend` and `recover` are limited per subscription by the server
  * (docs/back-office.md "Webhook limits"): its 429 says how long to wait
  * (`Retry-After`), and until then the buttons that make those calls for
- * that subscription stay disabled, counting down.
+ * that subscription stay disabled, counting down. The server also refuses
+ * them (409) while the subscription is disabled: then their buttons are
+ * disabled, with the reason beside them (`unavailable`).
+ *
+ * Each attempt shows what happened in words (`attemptOutcome`: the
+ * dispatcher's error kind, or the receiver's HTTP code) and the start of
+ * the receiver's answer (`response_excerpt`), as text. A long URL is cut
+ * (`shortUrl`) or clamped to a few lines, the whole of it on hover.
  */
 import * as Api from "./api.js"
 import {
@@ -32,7 +39,8 @@ import {
   showFieldErrors,
   showSubmitFailure,
   table,
-  time
+  time,
+  uniqueId
 } from "./dom.js"
 import { announce, EVENTS, eventList, statusBadge } from "./webhooks.js"
 
@@ -41,6 +49,7 @@ import { announce, EVENTS, eventList, statusBadge } from "./webhooks.js"
 /** @typedef {import("./api.js").JournalEntry} JournalEntry */
 /** @typedef {import("./api.js").DeliveryStatus} DeliveryStatus */
 /** @typedef {import("./api.js").Failure} Failure */
+/** @typedef {import("./api.js").Attempt} Attempt */
 
 /** How often a journal with pending deliveries is read again. */
 const REFRESH_MS = 1_500
@@ -52,6 +61,96 @@ const COUNTDOWN_UNDER_MS = 3_600_000
 /** @param {DeliveryStatus} status */
 const deliveryBadge = (status) =>
   badge(status, status === "delivered" ? "ok" : status === "failed" ? "bad" : status === "skipped" ? "skip" : "info")
+
+/**
+ * Why the server refuses `test`, `resend` and `recover` now (docs/back-office.md "Webhooks":
+ * 409 while the subscription is disabled), or null when it would accept them.
+ * @param {Webhook} hook
+ * @param {string} what e.g. "Sending a test event"
+ */
+const whyUnavailable = (hook, what) =>
+  hook.status === "disabled" ? `${what} is not possible while the webhook is disabled: enable it first.` : null
+
+/**
+ * Offers `control` (`reason` null) or disables it with `reason` in its
+ * title and in `note` beside it. A button the action limit holds stays held
+ * until both its wait has passed and it is available (`actionLimit`).
+ * @param {HTMLButtonElement} control
+ * @param {string | null} reason
+ * @param {HTMLElement} note where the reason is written (emptied when none)
+ */
+const unavailable = (control, reason, note) => {
+  control.toggleAttribute("data-unavailable", reason !== null)
+  if (reason === null) control.removeAttribute("title")
+  else control.title = reason
+  if (note.id === "") note.id = uniqueId("reason")
+  if (reason === null) control.removeAttribute("aria-describedby")
+  else control.setAttribute("aria-describedby", note.id)
+  note.textContent = reason ?? ""
+  note.hidden = reason === null
+  hold(control, reason !== null || control.hasAttribute("data-wait"))
+}
+
+/** Where `unavailable` writes a button's reason. */
+const reasonNote = () => h("p", { class: "action-reason muted small", hidden: true })
+
+/** A URL longer than this is cut in the middle where it is named in a sentence (the whole in `title`). */
+const URL_SHOWN = 120
+
+/** `url` as a sentence names it: cut in the middle past URL_SHOWN characters, the whole of it on hover. @param {string} url */
+const shortUrl = (url) =>
+  h(
+    "span",
+    { class: "url", title: url },
+    url.length <= URL_SHOWN ? url : `${url.slice(0, URL_SHOWN - 41)}…${url.slice(-40)}`
+  )
+
+/**
+ * The dispatcher's error kinds (`AttemptError` of its receiver client, libs/runtime/src/Receiver.ts,
+ * and the Sender's `secret_unreadable`; stored in `webhook_attempts.error`) in words, an
+ * unknown one shown as it is. `seconds`: how long the attempt took.
+ * @type {Readonly<Record<string, (seconds: number) => string>>}
+ */
+const ERROR_WORDS = {
+  timeout: (seconds) => `The receiver did not answer within ${seconds} s.`,
+  blocked_address: () => "Not sent: the receiver's address is not a public one (it is a private or local address).",
+  invalid_url: () => "Not sent: the receiver URL is not a valid address.",
+  dns_error: () => "Not sent: the receiver's host name could not be found.",
+  connection_refused: () => "The receiver's server refused the connection: nothing answers at that address and port.",
+  connection_closed: () => "The connection closed before the receiver's answer was complete.",
+  tls_error: () => "The secure (HTTPS) connection to the receiver failed: check its certificate.",
+  connection_error: () => "Could not connect to the receiver.",
+  secret_unreadable: () => "Not sent: the webhook's signing secret could not be read on our side."
+}
+
+/**
+ * What happened at one attempt, in words: delivered, the receiver's HTTP
+ * answer when it was not 2xx, or the error kind.
+ * @param {Attempt} attempt
+ */
+const attemptOutcome = (attempt) => {
+  const code = attempt.response_code
+  if (attempt.error !== null) {
+    const words = ERROR_WORDS[attempt.error]
+    return words === undefined ? `Failed: ${attempt.error}.` : words(Math.max(1, Math.round(attempt.duration_ms / 1000)))
+  }
+  if (code === null) return "No answer."
+  if (code >= 200 && code <= 299) return "Delivered."
+  if (code >= 300 && code <= 399) return `The receiver answered with a redirect (HTTP ${code}); redirects are not followed.`
+  return code >= 500
+    ? `The receiver answered with an error of its own (HTTP ${code}).`
+    : `The receiver refused the delivery (HTTP ${code}).`
+}
+
+/**
+ * The start of the receiver's answer, as text (never markup): "(empty)" for
+ * an answer without a body, "—" when there was no whole answer.
+ * @param {Attempt} attempt
+ */
+const excerpt = (attempt) =>
+  attempt.response_excerpt === null
+    ? h("span", { class: "muted" }, attempt.response_code === null || attempt.error !== null ? "—" : "(empty)")
+    : h("pre", { class: "attempt-excerpt" }, attempt.response_excerpt)
 
 /** @param {number | null} code */
 const httpCode = (code) => code === null ? h("span", { class: "muted" }, "—") : h("code", {}, String(code))
@@ -164,7 +263,7 @@ const actionLimit = (context, id) => {
     const waiting = ms > 0
     // Buttons drawn again replace the old ones, which stay in the set until the view is left: harmless.
     for (const control of controls) {
-      hold(control, waiting)
+      hold(control, waiting || control.hasAttribute("data-unavailable"))
       if (waiting) control.dataset["wait"] = duration(ms)
       else delete control.dataset["wait"]
     }
@@ -273,7 +372,7 @@ export const renderWebhook = async (context) => {
     const sure = await confirmAction({
       title: `Disable webhook #${hook.id}?`,
       body: [
-        h("p", {}, "While it is disabled, nothing is sent to ", h("span", { class: "url" }, hook.url), "."),
+        h("p", {}, "While it is disabled, nothing is sent to ", shortUrl(hook.url), "."),
         "Each event it would have received is recorded as skipped in the journal, with no attempt and no request.",
         "Enabling it again sends nothing by itself. The skipped events can be sent later with “Send skipped events”."
       ],
@@ -314,7 +413,7 @@ export const renderWebhook = async (context) => {
         h(
           "ul",
           { class: "dialog-list" },
-          h("li", {}, "the subscription to ", h("span", { class: "url" }, hook.url), ";"),
+          h("li", {}, "the subscription to ", shortUrl(hook.url), ";"),
           h("li", {}, "its pending deliveries: they will not be sent;"),
           h("li", {}, "its journal of deliveries;"),
           h("li", {}, "its signing secret.")
@@ -375,14 +474,26 @@ export const renderWebhook = async (context) => {
             ? "They were not sent. Enable the webhook, then send them to the current URL with “Send skipped events”."
             : "They were not sent. “Send skipped events” sends them now, to the current URL."
         ),
-        // While disabled the next step is Enable, so this one is not the primary button then.
-        h(
-          "div",
-          { class: "actions" },
-          limit.add(button("Send skipped events", sendSkipped, { kind: hook.status === "disabled" ? "secondary" : "primary" }))
+        // While disabled the next step is Enable, so this one is not the primary button then (and the server refuses it).
+        offered(
+          limit.add(button("Send skipped events", sendSkipped, { kind: hook.status === "disabled" ? "secondary" : "primary" })),
+          whyUnavailable(hook, "Sending the skipped events")
         )
       )
     )
+  }
+
+  /**
+   * A button of the limited calls in its actions row, disabled with the
+   * reason beside it when the server would refuse it now.
+   * @param {HTMLButtonElement} control
+   * @param {string | null} reason
+   * @param {ReadonlyArray<HTMLElement>} others more buttons of the row
+   */
+  const offered = (control, reason, ...others) => {
+    const note = reasonNote()
+    unavailable(control, reason, note)
+    return [h("div", { class: "actions" }, control, ...others), note]
   }
 
   const drawSummary = () => {
@@ -409,7 +520,7 @@ export const renderWebhook = async (context) => {
         "dl",
         { class: "facts" },
         h("dt", {}, "Receiver URL"),
-        h("dd", { class: "url" }, hook.url),
+        h("dd", { class: "url url-clamp", title: hook.url }, hook.url),
         h("dt", {}, "Events"),
         h("dd", {}, eventList(hook.events)),
         h("dt", {}, "Created"),
@@ -417,21 +528,22 @@ export const renderWebhook = async (context) => {
         h("dt", {}, "Changed"),
         h("dd", {}, time(hook.updated_at))
       ),
-      h(
-        "div",
-        { class: "actions" },
+      offered(
         limit.add(button("Send test event", async () => {
           const reply = await Api.sendTest(id)
           if (!context.isCurrent()) return
           if (!reply.ok) return limit.refused(message, reply, "Too many test sends", "Could not send a test event.")
           replace(message, notice("success", null, "A webhook.test event is queued; it shows in the deliveries below."))
           queued()
-        }, { kind: "primary" })),
+        }, { kind: hook.status === "disabled" ? "secondary" : "primary" })),
+        whyUnavailable(hook, "Sending a test event"),
         button("Edit", async () => drawEdit()),
-        hook.status === "disabled" ? button("Enable", enable) : button("Disable", disable),
+        // While disabled, Enable is the next step.
+        hook.status === "disabled" ? button("Enable", enable, { kind: "primary" }) : button("Disable", disable),
         h("span", { class: "actions-end" }, button("Delete", remove, { kind: "danger" }))
       )
     )
+    unavailable(recoverButton, whyUnavailable(hook, "Sending failed deliveries again"), recoverReason)
   }
 
   const drawEdit = () => {
@@ -522,6 +634,8 @@ export const renderWebhook = async (context) => {
   const dayAgo = new Date(Date.now() - 24 * 3600 * 1000)
   since.control.value = new Date(dayAgo.getTime() - dayAgo.getTimezoneOffset() * 60_000).toISOString().slice(0, 19)
   const recoverProblem = h("div", { class: "form-problem" })
+  const recoverButton = limit.add(h("button", { type: "submit", class: "button button-secondary" }, "Send again"))
+  const recoverReason = reasonNote()
   const recoverForm = form({ class: "form form-inline", "aria-labelledby": "recover-title" }, async () => {
     replace(recoverProblem)
     const value = since.control.value
@@ -544,7 +658,8 @@ export const renderWebhook = async (context) => {
   },
     h("h2", { id: "recover-title" }, "Send failed deliveries again"),
     since.element,
-    h("div", { class: "actions" }, limit.add(h("button", { type: "submit", class: "button button-secondary" }, "Send again"))),
+    h("div", { class: "actions" }, recoverButton),
+    recoverReason,
     recoverProblem
   )
 
@@ -580,8 +695,26 @@ export const renderDelivery = async (context) => {
   const limit = actionLimit(context, id)
   everySecond(context, () => tickNextAttempts(content))
 
+  /** Send again, disabled with the reason when the server would refuse it now. @param {string | null} reason */
+  const resendRow = (reason) => {
+    const control = limit.add(button("Send again", async () => {
+      const sent = await Api.resend(id, deliveryId)
+      if (!context.isCurrent()) return
+      if (!sent.ok) return limit.refused(message, sent, "Too many resends", "Could not send the delivery again.")
+      const next = sent.data.delivery_id
+      replace(
+        message,
+        notice("success", null, "Queued again as ", h("a", { href: `#/webhooks/${id}/deliveries/${next}` }, `delivery #${next}`), ", with the same body.")
+      )
+    }, { kind: "primary" }))
+    const note = reasonNote()
+    unavailable(control, reason, note)
+    return [h("div", { class: "actions" }, control), note]
+  }
+
   const refresh = autoRefresh(context, async () => {
-    const reply = await Api.delivery(id, deliveryId)
+    // The subscription too: while it is disabled the server refuses Send again.
+    const [reply, subscription] = await Promise.all([Api.delivery(id, deliveryId), Api.getWebhook(id)])
     if (!context.isCurrent()) return false
     if (!reply.ok) {
       replace(content, problem(reply, "Could not load the delivery."))
@@ -589,8 +722,10 @@ export const renderDelivery = async (context) => {
     }
     const entry = reply.data
     const again = entry.status === "pending"
+    // Not known (the subscription could not be read): offered, and the server's answer says why if refused.
+    const resendReason = subscription.ok ? whyUnavailable(subscription.data, "Sending it again") : null
     // Drawn again only when something changed, so focus and selection stay while it refreshes.
-    const key = JSON.stringify(entry)
+    const key = JSON.stringify([entry, resendReason])
     if (key === shown) return again
     shown = key
     const body = entry.body === null ? null : prettyJson(entry.body)
@@ -618,22 +753,15 @@ export const renderDelivery = async (context) => {
           typeof entry.webhook_id === "string" ? [h("dt", {}, "webhook-id"), h("dd", {}, h("code", { class: "url" }, entry.webhook_id))] : null
         ),
         entry.status === "skipped"
-          ? notice("info", null, "This event happened while the webhook was disabled: it was recorded, not sent. Send again sends it now, to the current URL.")
+          ? notice(
+            "info",
+            null,
+            resendReason === null
+              ? "This event happened while the webhook was disabled: it was recorded, not sent. Send again sends it now, to the current URL."
+              : "This event happened while the webhook was disabled: it was recorded, not sent. Enable the webhook, then Send again sends it to the current URL."
+          )
           : null,
-        h(
-          "div",
-          { class: "actions" },
-          limit.add(button("Send again", async () => {
-            const sent = await Api.resend(id, deliveryId)
-            if (!context.isCurrent()) return
-            if (!sent.ok) return limit.refused(message, sent, "Too many resends", "Could not send the delivery again.")
-            const next = sent.data.delivery_id
-            replace(
-              message,
-              notice("success", null, "Queued again as ", h("a", { href: `#/webhooks/${id}/deliveries/${next}` }, `delivery #${next}`), ", with the same body.")
-            )
-          }, { kind: "primary" }))
-        )
+        resendRow(resendReason)
       ),
       h(
         "section",
@@ -643,13 +771,18 @@ export const renderDelivery = async (context) => {
           ? empty("Not tried yet.")
           : table(
             "Attempts",
-            ["#", "Time", "HTTP", "Error", "Took"],
+            ["#", "Time", "HTTP", "What happened", "Took", "The receiver's answer"],
             entry.attempts_detail.map((attempt) => [
               String(attempt.attempt),
               time(attempt.at, { seconds: true }),
               httpCode(attempt.response_code),
-              attempt.error === null ? h("span", { class: "muted" }, "—") : attempt.error,
-              `${attempt.duration_ms} ms`
+              h(
+                "span",
+                { class: "attempt-outcome", "data-error": attempt.error ?? "" },
+                attemptOutcome(attempt)
+              ),
+              `${attempt.duration_ms} ms`,
+              excerpt(attempt)
             ])
           )
       ),

@@ -6,7 +6,7 @@
  */
 import * as Api from "./api.js"
 import { EVENTS as EVENT_NAMES } from "./contract-lists.js"
-import { badge, checkboxes, empty, field, form, h, loading, notice, pager, problem, replace, secretBox, showFieldErrors, showSubmitFailure, table, time } from "./dom.js"
+import { badge, checkboxes, empty, field, form, h, hold, loading, notice, pager, problem, replace, secretBox, showOwnErrors, showSubmitFailure, table, time } from "./dom.js"
 
 /** @typedef {import("./app.js").ViewContext} ViewContext */
 /** @typedef {import("./api.js").WebhookStatus} WebhookStatus */
@@ -123,7 +123,7 @@ export const renderWebhooks = async (context) => {
           "Webhook subscriptions",
           ["Receiver URL", "Events", "State", "Created"],
           reply.data.map((hook) => [
-            h("a", { href: `#/webhooks/${hook.id}`, class: "url" }, hook.url),
+            h("a", { href: `#/webhooks/${hook.id}`, class: "url clip clip-url", title: hook.url }, hook.url),
             eventList(hook.events),
             [
               statusBadge(hook.status),
@@ -148,12 +148,15 @@ export const renderWebhooks = async (context) => {
   const events = checkboxes("Events", "events", EVENTS, [])
   const formProblem = h("div", { class: "form-problem" })
   const fields = { url, events }
+  const submit = h("button", { type: "submit", class: "button button-primary", "aria-describedby": "create-held" }, "Create webhook")
+  // Why Create webhook is not offered now, once the server has said the school is at its limit (docs/back-office.md "Webhook limits").
+  const held = h("p", { class: "muted small reason-line", id: "create-held", hidden: true })
   const createForm = form({ class: "form", "aria-labelledby": "create-title" }, async () => {
     replace(formProblem)
     const reply = await Api.createWebhook({ url: url.control.value.trim(), events: events.values() })
     if (!context.isCurrent()) return
     if (reply.ok) {
-      showFieldErrors(fields, {})
+      showOwnErrors(fields, {})
       createForm.reset()
       replace(created, secretCard(reply.data))
       created.querySelector("h2")?.focus()
@@ -161,12 +164,17 @@ export const renderWebhooks = async (context) => {
       return
     }
     showSubmitFailure(formProblem, fields, reply, "Could not create the webhook.")
+    if (reply.code === "CONFLICT") {
+      hold(submit, true)
+      held.textContent = "The school has as many webhooks as it may have: delete one to add another."
+      held.hidden = false
+    }
   },
     h("h2", { id: "create-title" }, "New webhook"),
     url.element,
     events.element,
     formProblem,
-    h("div", { class: "actions" }, h("button", { type: "submit", class: "button button-primary" }, "Create webhook"))
+    h("div", { class: "actions" }, submit, held)
   )
 
   if (announcement !== "") {

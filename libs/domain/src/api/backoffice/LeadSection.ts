@@ -48,8 +48,8 @@ export class LeadsGroup extends HttpApiGroup.make("leads")
       success: okList(Leads.CrmLead),
       error: Errors.Forbidden.envelope
     }).annotate(RequiredAccess, LEAD_SECTION)
-      .annotate(OpenApi.Summary, "The school's general lead list, API leads included, by ascending id")
-      .annotate(OpenApi.Description, "Full access or manager. The school's leads, those created through the public API included, by ascending id, paged."),
+      .annotate(OpenApi.Summary, "The school's general lead list, API leads included, newest first")
+      .annotate(OpenApi.Description, "Full access or manager. The school's leads, those created through the public API included, newest first (by descending id), paged."),
     HttpApiEndpoint.post("move", "/leads/:id/status", {
       params: { id: Leads.LeadIdFromPath },
       payload: Leads.MoveLeadRequest,
@@ -107,7 +107,7 @@ export class InboxGroup extends HttpApiGroup.make("inbox")
       OpenApi.Summary,
       "Tasks assigned to the caller; full access sees every task of the school, unassigned ones included"
     )
-      .annotate(OpenApi.Description, "Any signed-in employee. The tasks assigned to the caller, paged; the owner and administrators see every task of the school, unassigned ones included.")
+      .annotate(OpenApi.Description, "Any signed-in employee. The tasks assigned to the caller, by ascending id, paged; the owner and administrators see every task of the school, unassigned ones included. Each task carries `lead_name`: its lead's name, or the lead's phone when the lead has no name.")
   )
   .middleware(RoleCheck)
   .middleware(BackOfficeValidation)
