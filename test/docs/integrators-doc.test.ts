@@ -9,14 +9,23 @@
  * the keys that say what happened (code, reason, mode, event, status).
  *
  * The event catalog: one example per event of libs/domain/src/Events.ts, each
- * a whole delivery body whose payload decodes strictly with its event's schema.
+ * a whole delivery body whose payload decodes strictly with its event's schema;
+ * and the `webhook.test` example is what the service sends: the payload the
+ * back office's `POST /webhooks/{id}/test` queues (libs/persistence/src/Webhooks.ts
+ * `queueTest`, run here on this file's database) is the doc's, but for the
+ * subscription's id. The lead-form recipe's code is a piece of
+ * examples/lead-form/main.ts as it is (test/examples/lead-form.test.ts runs it).
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import { readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Events } from "@school/domain"
+import { Events, Ids } from "@school/domain"
+import { WebhookId } from "@school/domain/WebhookSubscriptions"
+import { Webhooks } from "@school/persistence/Webhooks"
 import { freePort } from "@school/runtime/Ports"
+import * as Fixtures from "../support/Fixtures.ts"
 import { startApi, startDispatcher } from "../support/Processes.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
 import { bash, compareOutputs, jsonExamples, MARK, printedJson, ROOT, shellBlocks, sourceFiles } from "./support.ts"
@@ -84,7 +93,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("docs/integrators.md", 
       assert.strictEqual(incremental.copy.enrollments, full.copy.enrollments + 1)
       assert.strictEqual(printedBy("| field data.status"), "active")
       assert.strictEqual(printedBy("X-Service-Signature: 00").split("\n")[0], "401", "a forged request is refused")
-    }))
+    }), 150_000) // Two processes and the whole page's commands: close to a minute on a loaded machine.
 
   it("the event catalog shows every event once, each a delivery body whose payload is exactly its event's", () => {
     const catalog = DOC.slice(DOC.indexOf("\n## Event catalog\n"), DOC.indexOf("\n## Versioning\n"))
@@ -97,6 +106,45 @@ layer(TestDatabase.layer, { excludeTestServices: true })("docs/integrators.md", 
       assert.match(delivery.timestamp, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/u)
     }
   })
+
+  it("the lead-form recipe's code is examples/lead-form/main.ts's, as it is", () => {
+    const section = DOC.slice(DOC.indexOf("\n## A lead form on your site\n"), DOC.indexOf("\n## Limits\n"))
+    const code = /^```ts\n([\s\S]*?)^```$/mu.exec(section)?.[1]
+    assert.isDefined(code, "the recipe shows its code")
+    const source = readFileSync(join(ROOT, "examples/lead-form/main.ts"), "utf8")
+    // The doc shows the lines one level (two spaces) less indented than the function they come from.
+    const indented = (code ?? "").split("\n").map((line) => (line === "" ? line : `  ${line}`)).join("\n")
+    assert.include(source, indented)
+  })
+
+  it.effect("the webhook.test example is the payload the service queues, message and all", () =>
+    Effect.gen(function*() {
+      const catalog = DOC.slice(DOC.indexOf("\n## Event catalog\n"), DOC.indexOf("\n## Versioning\n"))
+      const example = jsonExamples(catalog).find((one) => one.heading === Events.TEST_EVENT)
+      assert.isDefined(example, "the catalog shows webhook.test")
+      const documented = Schema.decodeUnknownSync(Delivery)(JSON.parse(example?.body ?? "null"))
+      const { schoolId } = yield* Fixtures.school("pro", "Test event school")
+      const school = Ids.SchoolId.make(schoolId)
+      const webhooks = yield* Webhooks
+      const creation = yield* webhooks.create(
+        school,
+        { url: "https://192.0.2.1/webhooks", events: ["lead.created"], secretCiphertext: new Uint8Array(32) },
+        20
+      )
+      assert.strictEqual(creation._tag, "Created")
+      const id = creation._tag === "Created" ? creation.value.id : WebhookId.make(1)
+      const queued = yield* webhooks.queueTest(school, id, 10)
+      assert.strictEqual(queued._tag, "Queued")
+      const sql = yield* SqlClient.SqlClient
+      const rows = yield* sql<{ event: string; payload: string }>`
+        SELECT event, payload::text AS payload FROM outbox_events
+        WHERE school_id = ${schoolId} AND id = ${queued._tag === "Queued" ? queued.value : 0}`
+      assert.strictEqual(rows.length, 1)
+      const sent = JSON.parse(rows[0]?.payload ?? "null") as Record<string, unknown>
+      assert.strictEqual(rows[0]?.event, documented.event)
+      assert.deepStrictEqual(documented.payload, { ...sent, subscription_id: (documented.payload as { subscription_id: unknown }).subscription_id })
+      assert.strictEqual(sent["subscription_id"], id)
+    }).pipe(Effect.provide(Webhooks.layer)))
 })
 
 const SyncRun = Schema.Struct({

@@ -186,7 +186,7 @@ layer(TestDatabase.layer, { timeout: 120_000, excludeTestServices: true })("the 
       const updated = JSON.parse(yield* Effect.promise(() => readFile(join(dir, "students.json"), "utf8"))) as Record<string, { fio: string }>
       assert.strictEqual(updated[String(changed)]?.fio, "Changed Name")
       assert.strictEqual(updated[String(added)]?.fio, "Newcomer 1")
-    })))
+    })), 120_000)
 
   it.effect("fetch client: pages through every student and creates one lead with an Idempotency-Key", () =>
     Effect.scoped(Effect.gen(function*() {
@@ -208,7 +208,7 @@ layer(TestDatabase.layer, { timeout: 120_000, excludeTestServices: true })("the 
       assert.strictEqual(lines(result.stdout)[3], `lead ${leads[0]?.id} created`)
       assert.deepStrictEqual([leads[0]?.name, leads[0]?.source], ["From fetch-client.ts", "example"])
       assert.strictEqual(yield* Fixtures.count("idempotency_keys", schoolId), 1, "the write carried an Idempotency-Key")
-    })))
+    })), 120_000)
 
   it.effect("webhook receiver: verifies real deliveries, refuses forged and stale ones, counts a redelivery once", () =>
     Effect.scoped(Effect.gen(function*() {
@@ -286,5 +286,5 @@ layer(TestDatabase.layer, { timeout: 120_000, excludeTestServices: true })("the 
       const [, second] = yield* waitUntil("the resend is a duplicate", duplicates, (d) => d.length === 2)
       assert.notStrictEqual(second?.["webhook_id"], webhookId, "a new delivery id")
       assert.strictEqual(processed().length, 1, "the event was processed once")
-    })))
+    })), 120_000)
 })
