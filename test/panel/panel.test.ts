@@ -849,12 +849,14 @@ layer(Env, { excludeTestServices: true, timeout: 120_000 })("web panel", (it) =>
       })
     }), { timeout: 60_000 })
 
-  it.effect("screenshots: sign-in, keys, webhooks, one webhook's journal, events skipped while disabled, the disable and delete confirmations, the wait after too many sends, notifications and leads, staff and the password form, at desktop and phone widths", () =>
+  it.effect("screenshots: sign-in, keys, webhooks, one webhook's journal, a failed delivery's attempts, events skipped while disabled, the disable and delete confirmations, the wait after too many sends, notifications and leads, staff and the password form, at desktop and phone widths", () =>
     Effect.gen(function*() {
       const { baseUrl, browser } = yield* PanelEnv
       const school = yield* BackOffice.staffSchool("pro")
       const healthy = yield* Receivers.startReceiver()
-      const failing = yield* Receivers.startReceiver(() => Receivers.status(503))
+      const failing = yield* Receivers.startReceiver(() =>
+        Receivers.status(503, JSON.stringify({ error: "maintenance", detail: "The CRM sync is being upgraded; back at 14:00." }))
+      )
       yield* Effect.promise(async () => {
         // The school: keys, four webhooks (active with deliveries, problematic, disabled with events it
         // skipped, one whose test sends reach the limit), leads with a task.
@@ -964,6 +966,12 @@ layer(Env, { excludeTestServices: true, timeout: 120_000 })("web panel", (it) =>
           await shoot(page, "delete-confirm", width, { viewport: true })
           await dialog.getByRole("button", { name: "Cancel" }).click()
           await dialog.waitFor({ state: "detached" })
+
+          // One failed delivery's attempts: what happened in words and the start of the receiver's answer.
+          await page.goto(`${baseUrl}/crm#/webhooks/${broken.id}`)
+          await page.getByRole("link", { name: "Details" }).first().click()
+          await page.locator(".attempt-excerpt").first().waitFor()
+          await shoot(page, "delivery", width)
 
           await page.goto(`${baseUrl}/crm#/webhooks/${paused.id}`)
           await page.locator("tbody tr[data-status='skipped']").nth(leads.length - 1).waitFor()
