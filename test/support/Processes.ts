@@ -7,6 +7,8 @@ import { Deferred, Effect, Exit, Option } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
 import * as Net from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 
 export const entryPoints = {
@@ -41,9 +43,16 @@ const settingNames: ReadonlyArray<string> = (() => {
   return names.filter((name) => name !== "" && name !== "TEST_DATABASE_URL")
 })()
 
+/**
+ * Node's compile cache for the children (the CLI, the API, the dispatcher, the examples): each loads a few
+ * hundred TypeScript modules, and the cache spares the second and later processes their stripping and compiling
+ * (a CLI call: 0.9 s → 0.7 s). Keyed by each file's content, so an edited file is compiled again.
+ */
+const COMPILE_CACHE = join(tmpdir(), "school-tests-node-compile-cache")
+
 /** The tests' environment without the settings (see `settingNames`), plus `env`: a child's environment. */
 export const environment = (env: Readonly<Record<string, string>>): NodeJS.ProcessEnv => {
-  const base: NodeJS.ProcessEnv = { ...process.env }
+  const base: NodeJS.ProcessEnv = { NODE_COMPILE_CACHE: COMPILE_CACHE, ...process.env }
   for (const name of settingNames) delete base[name]
   return { ...base, ...env }
 }
