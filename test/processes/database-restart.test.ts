@@ -9,6 +9,8 @@
  * `service_unavailable` in its envelope. PostgreSQL starts again on the
  * same port and data: both are ready again without a restart, writes
  * succeed, and every event reaches the receiver with a 2xx at least once.
+ * The dispatcher says once that its outbox listen connection was lost, and
+ * once that it listens again.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { runMigrations } from "@school/persistence/Migrations"
@@ -117,5 +119,9 @@ describe("PostgreSQL restarts under the API and the dispatcher", () => {
         assert.strictEqual(bodies.filter((body) => body.includes(`"${name}"`)).length, 1, `${name} was accepted (at least once; one delivery per event)`)
       }
       assert.match(dispatcher.log(), /the database does not answer/)
+      // The outbox's listen connection: one warning for the outage, not one a second while it lasted, and one
+      // line when it is back.
+      assert.strictEqual(dispatcher.log().split("outbox listen connection was lost").length - 1, 1, dispatcher.log())
+      assert.match(dispatcher.log(), /listening to the outbox again/)
     }).pipe(Effect.scoped), 60_000)
 })

@@ -34,16 +34,27 @@ export const run = (options: {
     // The events' traceparents are read only where the links they make leave the process.
     const traceparents = yield* Tracing.exporting
 
+    // One warning when the listen connection is lost and one line when it is back, not one a second while the
+    // database is away (docs/operations.md "Database away": the outage has its own lines).
+    let lost = false
     const listen = Effect.scoped(
       queue.wakeups.pipe(
-        Effect.tap(() => Effect.logDebug("dispatcher: listening to the outbox")),
+        Effect.tap(() =>
+          lost
+            ? Effect.logInfo("dispatcher: listening to the outbox again").pipe(Effect.andThen(Effect.sync(() => (lost = false))))
+            : Effect.logDebug("dispatcher: listening to the outbox")
+        ),
         // A notification that arrived while the connection was down is caught by the next cycle.
         Effect.tap(() => notified.wake),
         Effect.flatMap((stream) => Stream.runForEach(stream, () => notified.wake))
       )
     ).pipe(
       Effect.catch((error) =>
-        Effect.logWarning("dispatcher: the outbox listen connection was lost; polling meanwhile", { error: error.message })
+        lost
+          ? Effect.logDebug("dispatcher: the outbox listen connection is still lost", { error: error.message })
+          : Effect.logWarning("dispatcher: the outbox listen connection was lost; polling meanwhile", {
+            error: error.message
+          }).pipe(Effect.andThen(Effect.sync(() => (lost = true))))
       ),
       Effect.andThen(Effect.sleep(Duration.seconds(1))),
       Effect.forever
