@@ -16,7 +16,15 @@ import * as Cpu from "./Cpu.ts"
 import type { CpuPerRequest, CpuShares } from "./Cpu.ts"
 import * as Database from "./Database.ts"
 import { benchError, type BenchError, peakRssMiB } from "./Processes.ts"
-import { type Figures, type GoalResult, ratio, type Scenario, type ScenarioContext, type Target } from "./Scenario.ts"
+import {
+  type Figures,
+  type GoalResult,
+  ratio,
+  type Scenario,
+  type ScenarioContext,
+  type ScenarioTable,
+  type Target
+} from "./Scenario.ts"
 import { median, round, type RoundFigures } from "./Stats.ts"
 
 /** The counting pass that gives the round trips per request: this many requests, or fewer if they take longer than… */
@@ -71,6 +79,8 @@ export interface ScenarioResult {
   readonly warnings: ReadonlyArray<string>
   /** Wall-clock seconds from the scenario's start to its last measurement (its processes stop after). */
   readonly seconds: number
+  /** The scenario's own table (`Scenario.table`), printed after the run's. */
+  readonly table?: ScenarioTable | undefined
 }
 
 const say = (line: string) => Effect.sync(() => process.stderr.write(`${line}\n`))
@@ -126,8 +136,12 @@ const roundLine = (target: Target, figures: MeasuredRound) =>
   }  µs/req server ${
     percent(figures.cpuPerRequest.server)
   } pg ${percent(figures.cpuPerRequest.postgres)}  statements/req ${figures.roundTrips?.toFixed(2) ?? "n/a"}${
-    figures.non2xx + figures.errors > 0 ? `  NON-2XX ${figures.non2xx} ERRORS ${figures.errors}` : ""
-  }`
+    figures.heap === undefined || figures.requests === 0
+      ? ""
+      : `  heap ${(figures.heap.allocatedBytes / figures.requests / 1000).toFixed(1)} kB/req GC ${
+        (figures.heap.gcMs / figures.requests * 1000).toFixed(1)
+      } ms/1000 req`
+  }${figures.non2xx + figures.errors > 0 ? `  NON-2XX ${figures.non2xx} ERRORS ${figures.errors}` : ""}`
 
 export const runScenario = (
   scenario: Scenario,
@@ -254,6 +268,7 @@ export const runScenario = (
       ratios,
       goals: scenario.goals(figures),
       warnings,
-      seconds
+      seconds,
+      ...(scenario.table === undefined ? {} : { table: scenario.table(results) })
     }
   }))

@@ -14,6 +14,9 @@ export const RAW_HTTP = at("../anchors/raw-http.ts")
 export const GRAPHILE_WORKER = at("../peer/graphile-worker.ts")
 export const BARE_DISPATCH = at("../anchors/bare-dispatch.ts")
 export const FULL_MIDDLEWARE = at("../servers/full-middleware.ts")
+export const LADDER = at("../servers/ladder.ts")
+/** Preloaded (`--import`) into a server whose allocation and GC a scenario measures. */
+export const HEAP_PROBE = at("./HeapProbe.ts")
 export const RESULTS_DIR = at("../results/")
 
 /**

@@ -90,11 +90,18 @@ export const markdown = (report: RunReport): string => {
       )
     })
   }
-  lines.push("")
-  lines.push("| scenario | goal | measured | result |")
-  lines.push("|---|---|---|---|")
-  for (const goal of report.goals) {
-    lines.push(`| ${goal.scenario} | ${goal.goal} | ${goal.measured} | ${goal.pass ? "pass" : "**MISS**"} |`)
+  for (const result of Object.values(report.scenarios)) {
+    if (result.table === undefined) continue
+    lines.push("")
+    lines.push(...result.table.markdown)
+  }
+  if (report.goals.length > 0) {
+    lines.push("")
+    lines.push("| scenario | goal | measured | result |")
+    lines.push("|---|---|---|---|")
+    for (const goal of report.goals) {
+      lines.push(`| ${goal.scenario} | ${goal.goal} | ${goal.measured} | ${goal.pass ? "pass" : "**MISS**"} |`)
+    }
   }
   if (report.warnings.length > 0) {
     lines.push("")

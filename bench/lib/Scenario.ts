@@ -8,6 +8,7 @@
  */
 import { Effect, type Scope } from "effect"
 import type { BenchDatabase } from "./Database.ts"
+import type { TargetResult } from "./Harness.ts"
 import type { Dataset } from "./Datasets.ts"
 import { type HttpLoad, requestOf, runHttp } from "./Load.ts"
 import type { Placement } from "./Machine.ts"
@@ -30,11 +31,15 @@ export interface RunSettings {
 export interface Starters {
   /** The real API process (apps/api/src/main.ts) against the bench database, with its default settings. */
   readonly api: (env?: Record<string, string>) => Effect.Effect<Server, BenchError, Scope.Scope>
-  /** Any HTTP server script of the bench (peer, anchors); gets DATABASE_URL, PORT, HOST and `env`. */
+  /** Any HTTP server script of the bench (peer, anchors); gets DATABASE_URL, PORT, HOST and `env`; run with `nodeFlags`. */
   readonly server: (
     name: string,
     script: string,
-    options?: { readonly env?: Record<string, string>; readonly readyPath?: string }
+    options?: {
+      readonly env?: Record<string, string>
+      readonly readyPath?: string
+      readonly nodeFlags?: ReadonlyArray<string>
+    }
   ) => Effect.Effect<Server, BenchError, Scope.Scope>
   /**
    * A load loop that is its own target (e.g. sql-only): a process on the
@@ -125,6 +130,18 @@ export interface Scenario {
   readonly ratios?: ReadonlyArray<readonly [string, string]>
   /** The scenario's goals, judged on the medians. */
   readonly goals: (figures: ReadonlyMap<string, Figures>) => ReadonlyArray<GoalResult>
+  /**
+   * A table of its own, for figures the run's table has no column for
+   * (e.g. the ladder's allocation per request): printed after the run's
+   * table, and its rows in the JSON.
+   */
+  readonly table?: (targets: ReadonlyArray<TargetResult>) => ScenarioTable
+}
+
+/** A scenario's own table: Markdown lines, and the same figures for the JSON. */
+export interface ScenarioTable {
+  readonly markdown: ReadonlyArray<string>
+  readonly rows: ReadonlyArray<Readonly<Record<string, string | number | null>>>
 }
 
 /** A target driven over HTTP by the load generator. */

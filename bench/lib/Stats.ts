@@ -59,6 +59,20 @@ export interface RoundFigures {
   readonly non2xx: number
   readonly errors: number
   readonly statuses: Readonly<Record<string, number>>
+  /** What the server's heap did during the round, where the server measures it (bench/lib/HeapProbe.ts). */
+  readonly heap?: HeapFigures | undefined
+}
+
+/** A server's V8 heap during a round (bench/lib/HeapProbe.ts). */
+export interface HeapFigures {
+  /** Bytes allocated on V8's heap (not Buffers' memory outside it). */
+  readonly allocatedBytes: number
+  /** The GCs' pauses of the main thread, ms. */
+  readonly gcMs: number
+  readonly gcs: number
+  /** Of which full (mark-compact) collections. */
+  readonly fullGcs: number
+  readonly maxPauseMs: number
 }
 
 export const round = (value: number, digits = 2): number => {

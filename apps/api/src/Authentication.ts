@@ -54,7 +54,7 @@ const tooManyFailures = (waitMicros: number) => {
 }
 
 /** Why the key found (or not) for a credential does not authenticate; None when it does (docs/integrators.md "Authentication"). */
-const failureOf = (found: Option.Option<Admission>, secret: string): Option.Option<FailureReason> => {
+export const failureOf = (found: Option.Option<Admission>, secret: string): Option.Option<FailureReason> => {
   if (Option.isNone(found)) return Option.some("unknown_key")
   const { key } = found.value
   if (!ApiKey.secretMatches(secret, key.secret_hash)) return Option.some("unknown_key")

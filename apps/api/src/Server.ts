@@ -107,7 +107,7 @@ export const ROUTER_CONFIG: Partial<FindMyWay.RouterConfig> = {
  * way: the app's own `HttpRouter` wins over the default one `serve` adds
  * (`Layer.provideMerge` keeps the app's services over the router layer's).
  */
-const StrictRouter = Layer.effect(HttpRouter.HttpRouter, HttpRouter.make).pipe(
+export const StrictRouter = Layer.effect(HttpRouter.HttpRouter, HttpRouter.make).pipe(
   // A layer of its own, not `HttpRouter.layer`: that one is memoized, so `serve`'s default would be shared.
   Layer.provide(Layer.succeed(HttpRouter.RouterConfig, ROUTER_CONFIG))
 )
@@ -120,7 +120,7 @@ const publicMethods = routeTable(PublicApi, [
   ["GET", DOCS_PATH]
 ], ROUTER_CONFIG)
 const backOfficeMethods = routeTable(BackOfficeApi, [["GET", BACK_OFFICE_OPENAPI_PATH], ["GET", BACK_OFFICE_DOCS_PATH]], ROUTER_CONFIG)
-const allowedMethods = (path: string) => [...publicMethods(path), ...backOfficeMethods(path)]
+export const allowedMethods = (path: string) => [...publicMethods(path), ...backOfficeMethods(path)]
 
 /** Every route of the API process as written, for the access log's route templates. */
 const routeList = (): ReadonlyArray<readonly [method: string, path: string]> => {
@@ -146,14 +146,14 @@ const routeList = (): ReadonlyArray<readonly [method: string, path: string]> => 
  * the route's template, never the path or query as sent, which may hold a key;
  * the same pass counts the request in /metrics (docs/operations.md "Metrics").
  */
-const routeTemplate = AccessLog.routeTemplates(routeList(), ROUTER_CONFIG)
+export const routeTemplate = AccessLog.routeTemplates(routeList(), ROUTER_CONFIG)
 export const accessLog = AccessLog.middleware(routeTemplate, Metrics.makeHttpRecorder())
 
 /**
  * The name of a request's span when spans are exported (docs/operations.md
  * "Traces"): the method and the route's template, as in the access line.
  */
-const RequestSpanNames = Layer.succeed(
+export const RequestSpanNames = Layer.succeed(
   HttpMiddleware.SpanNameGenerator,
   (request) => `${request.method} ${routeTemplate(request.method, request.url)}`
 )
