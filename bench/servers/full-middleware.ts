@@ -18,21 +18,9 @@
 import { Effect, Layer } from "effect"
 import { ApiSettings } from "@school/api/ApiSettings"
 import { ApiSqlLayer, Repositories, ServerLayerNoDeps } from "@school/api/Server"
-import * as Ids from "@school/domain/Ids"
 import { runMain } from "@school/runtime/Main"
 import * as Settings from "@school/runtime/Settings"
-import { Students } from "@school/persistence/Students"
-
-/** The real repository for everything but the list, which is read once. */
-const StudentsFromMemory = Layer.effect(
-  Students,
-  Effect.gen(function*() {
-    const real = yield* Students
-    const schoolId = Ids.SchoolId.make(Number(process.env["BENCH_SCHOOL_ID"]))
-    const page = yield* real.list(schoolId, { page: { page: 1, perPage: 20 } })
-    return Students.of({ list: () => Effect.succeed(page), get: real.get })
-  })
-).pipe(Layer.provide(Students.layer))
+import { StudentsFromMemory } from "../lib/StudentsFromMemory.ts"
 
 const program = Layer.launch(ServerLayerNoDeps.pipe(
   Layer.provide(StudentsFromMemory),

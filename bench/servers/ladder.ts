@@ -86,8 +86,8 @@ import {
 import { ApiKey, Errors } from "@school/domain"
 import { Authentication, CurrentKey } from "@school/domain/api/Middleware"
 import { BASE_PATH, PublicApi, StudentsGroup } from "@school/domain/api/PublicApi"
-import * as Ids from "@school/domain/Ids"
 import { Students } from "@school/persistence/Students"
+import { StudentsFromMemory } from "../lib/StudentsFromMemory.ts"
 import * as AccessLog from "@school/runtime/AccessLog"
 import { runMain } from "@school/runtime/Main"
 import * as Settings from "@school/runtime/Settings"
@@ -195,17 +195,6 @@ const RefusedRequests = HttpRouter.middleware((httpEffect) =>
       ? httpEffect
       : Effect.succeed(HttpServerResponse.setHeader(errorResponse(refused), "connection", "close"))
   }), { global: true })
-
-/** Rung 11: the real repository for everything but the list, which is read once (as servers/full-middleware.ts). */
-const StudentsFromMemory = Layer.effect(
-  Students,
-  Effect.gen(function*() {
-    const real = yield* Students
-    const schoolId = Ids.SchoolId.make(Number(process.env["BENCH_SCHOOL_ID"]))
-    const page = yield* real.list(schoolId, { page: { page: 1, perPage: 20 } })
-    return Students.of({ list: () => Effect.succeed(page), get: real.get })
-  })
-).pipe(Layer.provide(Students.layer))
 
 // ---------------------------------------------------------------------------
 // A rung's composition
