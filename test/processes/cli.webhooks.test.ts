@@ -116,10 +116,10 @@ const subscription = (schoolId: number, url: string, events: ReadonlyArray<strin
     return row.id
   }).pipe(Effect.orDie)
 
-const countOf = (query: string, id: number) =>
+const countOf = (query: string, ...values: ReadonlyArray<number>) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql.unsafe<{ n: number }>(query, [id])
+    const rows = yield* sql.unsafe<{ n: number }>(query, values)
     return rows[0]?.n ?? -1
   }).pipe(Effect.orDie)
 
@@ -344,6 +344,29 @@ layer(Env, { excludeTestServices: true, timeout: 180_000 })("cli webhooks", (it)
       assert.deepStrictEqual(listed.data.map((row) => row.id), created)
       assert.strictEqual(listed.meta.total, 2)
       for (const id of listenerIds.slice(0, 2)) BackOffice.expectError(yield* owner.get(`/webhooks/${id}`), 404, "NOT_FOUND")
+      // No call on one id reaches a listener: every one is 404 and the listener is left as it was.
+      const [one = 0] = listenerIds
+      const calls = [
+        owner.patch(`/webhooks/${one}`, { events: ["lead.created"] }),
+        owner.post(`/webhooks/${one}/disable`),
+        owner.post(`/webhooks/${one}/enable`),
+        owner.post(`/webhooks/${one}/test`),
+        owner.get(`/webhooks/${one}/deliveries`),
+        owner.get(`/webhooks/${one}/deliveries/1`),
+        owner.post(`/webhooks/${one}/deliveries/1/resend`),
+        owner.post(`/webhooks/${one}/recover`, { since: "2026-01-01T00:00:00Z" }),
+        owner.delete(`/webhooks/${one}`)
+      ]
+      for (const call of calls) BackOffice.expectError(yield* call, 404, "NOT_FOUND")
+      assert.strictEqual(
+        yield* countOf(
+          `SELECT count(*)::int AS n FROM webhook_subscriptions
+           WHERE school_id = $1 AND id = $2 AND status = 'active' AND listener_seen_at IS NOT NULL`,
+          staff.schoolId,
+          one
+        ),
+        1
+      )
 
       // The bound: the next listen is refused in one line, exit 1, and opens nothing.
       const refused = yield* cli(["webhooks", "listen", "--school", String(staff.schoolId), "--forward-to", receiver.url])

@@ -23,7 +23,8 @@ import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import * as Errors from "@school/domain/BackOfficeErrors"
 import { BackOfficeApi } from "@school/domain/api/BackOfficeApi"
 import { CurrentEmployee } from "@school/domain/api/BackOfficeMiddleware"
-import { normalizeEvents } from "@school/domain/WebhookSubscriptions"
+import { normalizeEvents, type WebhookId } from "@school/domain/WebhookSubscriptions"
+import type * as Ids from "@school/domain/Ids"
 import * as Pagination from "@school/domain/Pagination"
 import { DEFAULT_ACTIONS_PER_MINUTE, DEFAULT_MAX_SUBSCRIPTIONS } from "@school/domain/WebhookLimits"
 import { localDevelopmentHint, parseReceiverUrl, type Policy, refusedAsInsecure } from "@school/domain/ReceiverAddress"
@@ -167,6 +168,15 @@ const WebhooksGroupLive = HttpApiBuilder.group(
     const policy: Policy = { allowInsecure: config.allowInsecureUrls }
 
     /**
+     * 404 unless `id` is one of the school's subscriptions: a developer's local listener (libs/persistence/src/
+     * Listeners.ts) is not one, so no call on one id reaches it (docs/decisions.md "Local webhook loop").
+     */
+    const ownSubscription = (schoolId: Ids.SchoolId, id: WebhookId) =>
+      webhooks.find(schoolId, id).pipe(
+        Effect.flatMap((found) => Option.isNone(found) ? Effect.fail(subscriptionNotFound(id)) : Effect.void)
+      )
+
+    /**
      * docs/decisions.md "Webhooks": the receiver URL as stored (normalised),
      * or 422 with `fields.url`. A host name is resolved and every address
      * checked; with insecure URLs allowed there is nothing to refuse, so no
@@ -237,44 +247,49 @@ const WebhooksGroupLive = HttpApiBuilder.group(
       }))
       .handle("disable", Effect.fn("BackOfficeApi.webhooks.disable")(function*({ params }) {
         const { schoolId } = yield* CurrentEmployee
+        yield* ownSubscription(schoolId, params.id)
         const updated = yield* webhooks.setEnabled(schoolId, params.id, false)
         if (Option.isNone(updated)) return yield* subscriptionNotFound(params.id)
         return updated.value
       }))
       .handle("enable", Effect.fn("BackOfficeApi.webhooks.enable")(function*({ params }) {
         const { schoolId } = yield* CurrentEmployee
+        yield* ownSubscription(schoolId, params.id)
         const updated = yield* webhooks.setEnabled(schoolId, params.id, true)
         if (Option.isNone(updated)) return yield* subscriptionNotFound(params.id)
         return updated.value
       }))
       .handle("delete", Effect.fn("BackOfficeApi.webhooks.delete")(function*({ params }) {
         const { schoolId } = yield* CurrentEmployee
+        yield* ownSubscription(schoolId, params.id)
         if (!(yield* webhooks.remove(schoolId, params.id))) return yield* subscriptionNotFound(params.id)
         return { id: params.id }
       }))
       .handle("test", Effect.fn("BackOfficeApi.webhooks.test")(function*({ params }) {
         const { schoolId } = yield* CurrentEmployee
+        yield* ownSubscription(schoolId, params.id)
         const eventId = yield* queued(params.id, yield* webhooks.queueTest(schoolId, params.id, config.actionsPerMinute))
         return { event_id: eventId }
       }))
       .handle("deliveries", Effect.fn("BackOfficeApi.webhooks.deliveries")(function*({ params }) {
         const { schoolId } = yield* CurrentEmployee
+        yield* ownSubscription(schoolId, params.id)
         const journal = yield* webhooks.journal(schoolId, params.id)
         if (Option.isNone(journal)) return yield* subscriptionNotFound(params.id)
         return journal.value
       }))
       .handle("delivery", Effect.fn("BackOfficeApi.webhooks.delivery")(function*({ params }) {
         const { schoolId } = yield* CurrentEmployee
+        yield* ownSubscription(schoolId, params.id)
         const found = yield* webhooks.delivery(schoolId, params.id, params.delivery_id)
         if (Option.isNone(found)) {
-          // Which one is missing: the subscription, or its delivery.
-          if (Option.isNone(yield* webhooks.find(schoolId, params.id))) return yield* subscriptionNotFound(params.id)
           return yield* new Errors.NotFound({ message: `Subscription ${params.id} has no delivery ${params.delivery_id}.` })
         }
         return found.value
       }))
       .handle("resend", Effect.fn("BackOfficeApi.webhooks.resend")(function*({ params }) {
         const { schoolId } = yield* CurrentEmployee
+        yield* ownSubscription(schoolId, params.id)
         const deliveryId = yield* queued(
           params.id,
           yield* webhooks.resend(schoolId, params.id, params.delivery_id, config.actionsPerMinute)
@@ -283,6 +298,7 @@ const WebhooksGroupLive = HttpApiBuilder.group(
       }))
       .handle("recover", Effect.fn("BackOfficeApi.webhooks.recover")(function*({ params, payload }) {
         const { schoolId } = yield* CurrentEmployee
+        yield* ownSubscription(schoolId, params.id)
         const count = yield* queued(
           params.id,
           yield* webhooks.recover(schoolId, params.id, payload.since, payload.which ?? "failed", config.actionsPerMinute)
