@@ -169,7 +169,7 @@ layer(Env, { excludeTestServices: true })("back-office sessions", (it) => {
         yield* signedIn(world.otherEmail)
       }))
 
-    it.effect("an unknown e-mail costs what a wrong password costs (a dummy scrypt check): medians within 2x", () =>
+    it.effect("an unknown e-mail costs what a wrong password costs (a dummy scrypt check): the fastest of each within 2x", () =>
       Effect.gen(function*() {
         const world = yield* World
         const timed = (email: string, password: string) =>
@@ -178,7 +178,9 @@ layer(Env, { excludeTestServices: true })("back-office sessions", (it) => {
             expectBackOfficeError(yield* signIn(email, password), 401, "UNAUTHENTICATED")
             return performance.now() - started
           })
-        const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
+        // The fastest of each: load on the machine only adds time, so the minimum is each path's own cost (a
+        // missing dummy check would make the unknown e-mail's ~20x cheaper), where a median of 4 moved with the load.
+        const fastest = (values: ReadonlyArray<number>) => Math.min(...values)
         const unknown: Array<number> = []
         const wrong: Array<number> = []
         // Interleaved, 4 each: under the 5 free failures of the known e-mail.
@@ -186,7 +188,7 @@ layer(Env, { excludeTestServices: true })("back-office sessions", (it) => {
           unknown.push(yield* timed(`nobody-${i}@timing.test`, PASSWORD))
           wrong.push(yield* timed(world.otherEmail, `wrong password ${i}`))
         }
-        const ratio = median(unknown) / median(wrong)
+        const ratio = fastest(unknown) / fastest(wrong)
         assert.isTrue(ratio > 0.5 && ratio < 2, `unknown ${unknown.join(",")} ms, wrong ${wrong.join(",")} ms`)
         yield* signedIn(world.otherEmail)
       }))
