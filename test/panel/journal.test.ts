@@ -11,7 +11,8 @@
  * and, on a disabled webhook, Send test event, Send skipped events and
  * Send again disabled with the reason beside them (the server refuses them
  * then), offered again once it is enabled. Screenshots of these pages go to
- * /tmp/p2-<name>-<width>.png for a person to look at (never docs/images).
+ * support.ts `checkDirectory()` as panel-journal-<name>-<width>.png, for a
+ * person to look at (never docs/images).
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
