@@ -31,7 +31,6 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
-import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as Command from "effect/cli/Command"
@@ -45,6 +44,7 @@ import { WebhookId } from "@school/domain/WebhookSubscriptions"
 import { type AttemptRecord, type Claimed, DeliveryQueue } from "@school/persistence/DeliveryQueue"
 import { HEARTBEAT_MS, Listeners } from "@school/persistence/Listeners"
 import { Receiver } from "@school/runtime/Receiver"
+import * as Signal from "@school/runtime/Signal"
 import { Database } from "./Database.ts"
 
 /** How long one local attempt may take: WEBHOOK_TIMEOUT's default (the setting is the dispatcher's). */
@@ -107,15 +107,6 @@ const eventsFlag = Flag.String("events").pipe(
  */
 const receiverLayer = Receiver.layer({ concurrency: 1, timeout: TIMEOUT, allowInsecureUrls: true })
 
-/** Wakes the loop at most once per pass: more would only repeat the same look. */
-const makeWakeup = Effect.map(Queue.sliding<void>(1), (queue) => ({
-  wake: Effect.sync(() => {
-    Queue.offerUnsafe(queue, undefined)
-  }),
-  /** Waits up to `duration`: whether a wake-up came first. */
-  sleep: (duration: Duration.Duration) =>
-    Effect.raceFirst(Effect.as(Queue.take(queue), true), Effect.as(Effect.sleep(duration), false))
-}))
 
 const listen = Command.make(
   "listen",
@@ -190,7 +181,7 @@ const listen = Command.make(
       yield* Effect.forEach(claimed, deliver, { discard: true })
       return fanned.events === FAN_OUT_BATCH || claimed.length === CLAIM_BATCH
     })
-    const wakeup = yield* makeWakeup
+    const wakeup = yield* Signal.make
     // LISTEN on the outbox's channel, as the dispatcher's fan-out does (apps/dispatcher/src/FanOut.ts); lost, it is
     // opened again a second later, and POLL covers the gap.
     yield* Effect.scoped(
@@ -213,7 +204,7 @@ const listen = Command.make(
     while (true) {
       const more = yield* round
       if (more) continue
-      const woken = yield* wakeup.sleep(wait)
+      const woken = yield* wakeup.sleep(Duration.toMillis(wait))
       wait = woken ? FOLLOW_UP : POLL
     }
   }, Effect.scoped, Effect.provide(Layer.mergeAll(Listeners.layer, DeliveryQueue.layer, receiverLayer).pipe(Layer.provideMerge(Database.layer))))

@@ -32,7 +32,7 @@ import * as FairShare from "@school/domain/FairShare"
 import type { Claimed, DeliveryQueue } from "@school/persistence/DeliveryQueue"
 import * as Tracing from "@school/runtime/Tracing"
 import type { Outage } from "./Outage.ts"
-import type { Signal } from "./Signal.ts"
+import type { Signal } from "@school/runtime/Signal"
 import type { Slots } from "./Slots.ts"
 
 /** Deliveries claimed per statement, at most. */

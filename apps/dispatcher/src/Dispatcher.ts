@@ -44,7 +44,7 @@ import * as Purge from "./Purge.ts"
 import * as Receiver from "@school/runtime/Receiver"
 import * as Recorder from "./Recorder.ts"
 import * as Sender from "./Sender.ts"
-import * as Signal from "./Signal.ts"
+import * as Signal from "@school/runtime/Signal"
 import * as Slots from "./Slots.ts"
 
 /** `DISPATCHER_CONCURRENCY` (docs/operations.md "Settings"): attempts in flight in this process, shared fairly between schools. */

@@ -16,7 +16,7 @@ import type { DeliveryQueue } from "@school/persistence/DeliveryQueue"
 import * as Tracing from "@school/runtime/Tracing"
 import * as Metrics from "./Metrics.ts"
 import type { Outage } from "./Outage.ts"
-import * as Signal from "./Signal.ts"
+import * as Signal from "@school/runtime/Signal"
 
 /** Events fanned out per statement. */
 const FAN_OUT_BATCH = 500

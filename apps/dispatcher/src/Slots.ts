@@ -25,7 +25,7 @@ import * as FiberSet from "effect/FiberSet"
 import * as Semaphore from "effect/Semaphore"
 import * as FairShare from "@school/domain/FairShare"
 import type { Claimed } from "@school/persistence/DeliveryQueue"
-import * as Signal from "./Signal.ts"
+import * as Signal from "@school/runtime/Signal"
 
 export interface SlotsOptions {
   readonly slots: number

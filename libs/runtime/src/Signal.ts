@@ -1,6 +1,7 @@
 /**
- * A wake-up between the dispatcher's pieces (apps/dispatcher/src/Dispatcher.ts):
- * one pending wake-up at most, since more would only repeat the same pass.
+ * A wake-up between the pieces of a loop (the dispatcher's, apps/dispatcher/src/Dispatcher.ts; the CLI's
+ * `webhooks listen`, apps/cli/src/WebhookCommands.ts): one pending wake-up at most, since more would only
+ * repeat the same pass.
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -11,8 +12,8 @@ export interface Signal {
   readonly wake: Effect.Effect<void>
   /** Waits for a wake-up. */
   readonly wait: Effect.Effect<void>
-  /** Waits `ms`, or less when woken. */
-  readonly sleep: (ms: number) => Effect.Effect<void>
+  /** Waits `ms`, or less when woken: whether a wake-up ended it. */
+  readonly sleep: (ms: number) => Effect.Effect<boolean>
 }
 
 export const make: Effect.Effect<Signal> = Effect.map(Queue.sliding<void>(1), (queue) => {
@@ -22,6 +23,6 @@ export const make: Effect.Effect<Signal> = Effect.map(Queue.sliding<void>(1), (q
       Queue.offerUnsafe(queue, undefined)
     }),
     wait,
-    sleep: (ms) => Effect.asVoid(Effect.raceFirst(wait, Effect.sleep(Duration.millis(ms))))
+    sleep: (ms) => Effect.raceFirst(Effect.as(wait, true), Effect.as(Effect.sleep(Duration.millis(ms)), false))
   }
 })
