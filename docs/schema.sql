@@ -1,5 +1,5 @@
 -- The schema as the migrations in libs/persistence/src/migrations build it:
--- 0001_core, 0100_writes, 0200_rate_limits, 0300_row_counts, 0400_idempotency_owner, 0500_sessions, 0510_back_office, 0540_attendance_first_attended, 0600_dispatcher, 0700_fair_delivery, 0800_outbox_traceparent, 0900_employee_disabled, 1000_login_throttle, 1100_webhook_listeners.
+-- 0001_core, 0100_writes, 0200_rate_limits, 0300_row_counts, 0400_idempotency_owner, 0500_sessions, 0510_back_office, 0540_attendance_first_attended, 0600_dispatcher, 0700_fair_delivery, 0800_outbox_traceparent, 0900_employee_disabled, 1000_login_throttle, 1100_webhook_listeners, 1200_delivery_writes.
 -- Written by test/persistence/schemaFile.test.ts from the catalog; do not edit.
 -- After a new migration: UPDATE_SCHEMA=1 npx vitest run test/persistence/schemaFile.test.ts
 
@@ -457,7 +457,6 @@ CREATE TABLE webhook_deliveries (
   CONSTRAINT webhook_deliveries_school_id_subscription_id_fkey FOREIGN KEY (school_id, subscription_id) REFERENCES webhook_subscriptions(school_id, id),
   CONSTRAINT webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text, 'skipped'::text])))
 );
-CREATE INDEX webhook_deliveries_due ON webhook_deliveries USING btree (next_attempt_at) WHERE (status = 'pending'::text);
 CREATE INDEX webhook_deliveries_event ON webhook_deliveries USING btree (school_id, event_id);
 CREATE INDEX webhook_deliveries_failed ON webhook_deliveries USING btree (school_id, subscription_id, finished_at) WHERE (status = 'failed'::text);
 CREATE UNIQUE INDEX webhook_deliveries_fan_out ON webhook_deliveries USING btree (school_id, event_id, subscription_id) WHERE (resend_of IS NULL);
@@ -467,6 +466,7 @@ CREATE INDEX webhook_deliveries_leased ON webhook_deliveries USING btree (school
 CREATE INDEX webhook_deliveries_pending ON webhook_deliveries USING btree (school_id, subscription_id, next_attempt_at) WHERE (status = 'pending'::text);
 CREATE INDEX webhook_deliveries_resends ON webhook_deliveries USING btree (school_id, resend_of) WHERE (resend_of IS NOT NULL);
 CREATE INDEX webhook_deliveries_skipped ON webhook_deliveries USING btree (school_id, subscription_id, finished_at) WHERE (status = 'skipped'::text);
+CREATE INDEX webhook_deliveries_waiting ON webhook_deliveries USING btree (next_attempt_at) WHERE ((status = 'pending'::text) AND (next_attempt_at > created_at));
 
 CREATE TABLE webhook_subscriptions (
   school_id integer NOT NULL,

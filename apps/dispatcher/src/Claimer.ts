@@ -20,7 +20,8 @@
  *   has its waiting deliveries given back down to it (Slots `shed`), and
  *   the loop claims again for the room that made.
  * - Wakes: deliveries made (fan-out), attempts recorded, the next pending
- *   delivery falling due, the end of a gathering, and POLL at the latest.
+ *   delivery falling due (asked only when not gathering), the end of a
+ *   gathering, and POLL at the latest.
  *
  * A round that claimed something is the span `Dispatcher.claim`, linked to
  * the spans that wrote the claimed deliveries' events (docs/operations.md
@@ -138,11 +139,14 @@ export const run = (options: ClaimerOptions) =>
     const pass = Effect.gen(function*() {
       const gathering = yield* claimAll(1)
       yield* outage.answered
+      // Gathering, the loop wakes within CLAIM_GATHER_MS anyway: no round trip to learn whether a waiting
+      // delivery falls due sooner (a retry or a postponed attempt then waits that much at most).
+      if (gathering) return CLAIM_GATHER_MS
       const due = yield* queue.nextDue(options.pollMs)
       // A timer may fire a millisecond or two early (Node's loop time is cached): a wake-up for a due time aims
       // a little past it, or the claim would find the delivery not yet due and the next chance be the poll.
       const untilDue = due === null ? options.pollMs : Math.ceil(due) + DUE_MARGIN_MS
-      return Math.max(5, Math.min(options.pollMs, untilDue, gathering ? CLAIM_GATHER_MS : options.pollMs))
+      return Math.max(5, Math.min(options.pollMs, untilDue))
     }).pipe(
       Effect.catch((error) => Effect.as(outage.failed("claim")(error), options.pollMs)),
       Effect.catchDefect((defect) =>

@@ -328,16 +328,18 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
             ON CONFLICT (school_id, event_id, subscription_id) WHERE resend_of IS NULL DO NOTHING
             RETURNING status
           ), marked AS (
+            -- Driven by the targets (a primary-key probe each) and the events without one found in a
+            -- hashed list: never a scan of one CTE per row of the other, which is quadratic in the batch
+            -- when the planner takes a CTE for one row (a generic plan, a table just emptied).
             UPDATE outbox_events o SET fanned_out_at = now()
-            FROM events e
-            WHERE o.school_id = e.school_id AND o.id = e.id
-              AND EXISTS (SELECT 1 FROM targets t WHERE t.school_id = e.school_id AND t.event_id = e.id)
+            FROM (SELECT DISTINCT school_id, event_id FROM targets) t
+            WHERE o.school_id = t.school_id AND o.id = t.event_id
             RETURNING 1
           ), dropped AS (
             DELETE FROM outbox_events o
             USING events e
             WHERE o.school_id = e.school_id AND o.id = e.id
-              AND NOT EXISTS (SELECT 1 FROM targets t WHERE t.school_id = e.school_id AND t.event_id = e.id)
+              AND (e.school_id, e.id) NOT IN (SELECT t.school_id, t.event_id FROM targets t)
               AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.school_id = e.school_id AND d.event_id = e.id)
             RETURNING 1
           )
@@ -367,13 +369,16 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
               WHERE d.status = 'pending' AND (d.school_id, d.subscription_id) > (s.school_id, s.subscription_id)
               ORDER BY d.school_id, d.subscription_id LIMIT 1
             ) n
-          ), open AS (
-            -- What each subscription's cap leaves; disabled subscriptions wait; a local listener's
+          ), open AS MATERIALIZED (
+            -- What each subscription's cap leaves (counted once: MATERIALIZED, where an inlined CTE would
+            -- count it again for the LIMIT below); disabled subscriptions wait; a local listener's
             -- deliveries are its CLI's (Listeners.ts), never a dispatcher's.
             SELECT s.school_id, s.subscription_id, greatest(0, ${options.perSubscription}::int - (
+              -- webhook_deliveries_leased (only a pending delivery holds a lease: no status condition, which
+              -- would let the planner walk the subscription's whole backlog in webhook_deliveries_pending).
               SELECT count(*) FROM webhook_deliveries l
               WHERE l.school_id = s.school_id AND l.subscription_id = s.subscription_id
-                AND l.lease_until IS NOT NULL AND l.lease_until > now() AND l.status = 'pending'
+                AND l.lease_until IS NOT NULL AND l.lease_until > now()
             ))::int AS room
             FROM subs s
             JOIN webhook_subscriptions w
@@ -447,8 +452,12 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
                     response_code = CASE WHEN r.outcome = 'postponed' THEN d.response_code ELSE nullif(r.code, -1) END,
                     last_attempt_at = CASE WHEN r.outcome = 'postponed' THEN d.last_attempt_at ELSE r.at::timestamptz END
                 FROM r
+                -- The primary key, then the lease (only a pending delivery holds one: a claim leases
+                -- pending deliveries, and every record and release clears the lease). No status
+                -- condition: it would let the planner walk a school's pending entries instead of
+                -- probing the key when the table's statistics are off (a table just emptied).
                 WHERE d.school_id = r.school_id AND d.id = r.id
-                  AND d.status = 'pending' AND d.lease_until = r.lease::timestamptz
+                  AND d.lease_until = r.lease::timestamptz
                 RETURNING d.school_id, d.id, d.subscription_id, r.attempt, r.at, r.code, r.error, r.duration_ms,
                           r.body, r.no_body, r.outcome
               ), journal AS (
@@ -508,13 +517,14 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
 
       const nextDue = (capMs: number) =>
         sql`
-          -- The first entry of webhook_deliveries_due past now (min() over the index: one probe). A disabled
-          -- subscription's waiting retry may be that entry: it only wakes the loop for a pass that claims
-          -- nothing, which costs less than checking each entry's subscription on every pass.
+          -- The first entry of webhook_deliveries_waiting past now (min() over the index: one probe). A
+          -- delivery due when it was made (next_attempt_at = created_at) is due already, so the index leaves
+          -- it out. A disabled subscription's waiting retry may be that entry: it only wakes the loop for a
+          -- pass that claims nothing, which costs less than checking each entry's subscription on every pass.
           SELECT least(${capMs}::float8,
                        extract(epoch FROM (min(next_attempt_at) - now())) * 1000)::float8 AS wait_ms
           FROM webhook_deliveries
-          WHERE status = 'pending' AND next_attempt_at > now()`.pipe(
+          WHERE status = 'pending' AND next_attempt_at > created_at AND next_attempt_at > now()`.pipe(
           Effect.flatMap((rows) => Effect.orDie(decodeNextDue(rows))),
           Effect.flatMap(single),
           Effect.map((row) => row.wait_ms)
@@ -560,8 +570,8 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
           Effect.flatMap(single)
         )
 
-      // Due work is a range of `webhook_deliveries_due` (next_attempt_at WHERE pending), each joined to
-      // its subscription (a primary-key probe) so a disabled one's waiting work is not counted: it is
+      // Due work is read from `webhook_deliveries_pending` (every pending delivery, its due time in the entry), each
+      // joined to its subscription (a primary-key probe) so a disabled one's waiting work is not counted: it is
       // not due until the school enables it (docs/operations.md "What to watch"). The outbox's oldest pending
       // event is the first of `outbox_events_pending`. Subscriptions are few per school; their count is
       // a scan of a small table.

@@ -24,6 +24,7 @@ import * as OutboxTraceparent from "./migrations/0800_outbox_traceparent.ts"
 import * as EmployeeDisabled from "./migrations/0900_employee_disabled.ts"
 import * as LoginThrottle from "./migrations/1000_login_throttle.ts"
 import * as WebhookListeners from "./migrations/1100_webhook_listeners.ts"
+import * as DeliveryWrites from "./migrations/1200_delivery_writes.ts"
 
 /** A migration that runs its statements one by one. */
 export const fromStatements = (statements: ReadonlyArray<string>) =>
@@ -49,7 +50,8 @@ export const migrations = {
   "0800_outbox_traceparent": fromStatements(OutboxTraceparent.statements),
   "0900_employee_disabled": fromStatements(EmployeeDisabled.statements),
   "1000_login_throttle": fromStatements(LoginThrottle.statements),
-  "1100_webhook_listeners": fromStatements(WebhookListeners.statements)
+  "1100_webhook_listeners": fromStatements(WebhookListeners.statements),
+  "1200_delivery_writes": fromStatements(DeliveryWrites.statements)
 }
 
 /** Applies every pending migration; returns the ones it applied. */
