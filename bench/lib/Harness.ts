@@ -148,7 +148,10 @@ export const runScenario = (
   context: ScenarioContext
 ): Effect.Effect<ScenarioResult, BenchError> =>
   Effect.scoped(Effect.gen(function*() {
-    const { settings, db } = context
+    const { db } = context
+    const settings = scenario.rounds === undefined
+      ? context.settings
+      : { ...context.settings, ...scenario.rounds(context.settings) }
     const started = Date.now()
     yield* say(`\n${scenario.id}: ${scenario.title}`)
     const targets = yield* scenario.setup(context)
@@ -223,6 +226,10 @@ export const runScenario = (
             ? round(ran.reduce((sum, statement) => sum + statement.totalMs, 0) / requests, 3)
             : undefined,
           peakRssMiB: target.process === undefined ? undefined : peakRssMiB(target.process.pid),
+          cpuUs: {
+            server: medianOf((r) => r.cpuPerRequest.server),
+            postgres: medianOf((r) => r.cpuPerRequest.postgres)
+          },
           readyRssMiB: target.process?.readyRssMiB,
           non2xx,
           errors

@@ -92,8 +92,11 @@ export const start = (options: StartOptions): Effect.Effect<Started, BenchError,
     return { name: options.name, pid: child.pid, logFile, child }
   })
 
-/** Polls `baseUrl + readyPath` until it answers (any status), the process exits, or 30 s pass. */
-const waitUntilAnswering = (started: Started, url: string) =>
+/**
+ * Polls `baseUrl + readyPath` until it answers (any status, or `status` when
+ * given), the process exits, or 30 s pass.
+ */
+const waitUntilAnswering = (started: Started, url: string, status?: number) =>
   Effect.gen(function*() {
     const deadline = Date.now() + Duration.toMillis(READY_TIMEOUT)
     while (Date.now() < deadline) {
@@ -104,7 +107,7 @@ const waitUntilAnswering = (started: Started, url: string) =>
         fetch(url, { signal: AbortSignal.timeout(1_000) }).then(
           async (response) => {
             await response.arrayBuffer()
-            return true
+            return status === undefined || response.status === status
           },
           () => false
         )
@@ -117,7 +120,12 @@ const waitUntilAnswering = (started: Started, url: string) =>
 
 /** Starts an HTTP server script with `PORT`/`HOST` set and waits until it answers. */
 export const startServer = (
-  options: StartOptions & { readonly port: number; readonly readyPath: string }
+  options: StartOptions & {
+    readonly port: number
+    readonly readyPath: string
+    /** Wait for this status on `readyPath` (default: any answer). */
+    readonly readyStatus?: number
+  }
 ): Effect.Effect<Server, BenchError, Scope.Scope> =>
   Effect.gen(function*() {
     const started = yield* start({
@@ -125,7 +133,7 @@ export const startServer = (
       env: { ...options.env, PORT: String(options.port), HOST: "127.0.0.1" }
     })
     const baseUrl = `http://127.0.0.1:${options.port}`
-    yield* waitUntilAnswering(started, baseUrl + options.readyPath)
+    yield* waitUntilAnswering(started, baseUrl + options.readyPath, options.readyStatus)
     return { ...started, baseUrl, readyRssMiB: rssMiB(started.pid, "VmRSS") }
   })
 

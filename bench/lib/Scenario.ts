@@ -105,6 +105,11 @@ export interface Figures {
    */
   readonly dbMs: number | undefined
   readonly peakRssMiB: number | undefined
+  /**
+   * CPU microseconds per request (median of the measured rounds) of the
+   * process under test and of PostgreSQL (undefined: not measured).
+   */
+  readonly cpuUs: { readonly server: number | undefined; readonly postgres: number | undefined }
   /** Resident set when it had just started (for the memory analysis). */
   readonly readyRssMiB: number | undefined
   readonly non2xx: number
@@ -124,6 +129,15 @@ export interface Scenario {
   readonly datasets: ReadonlyArray<DatasetName>
   /** Every target must answer the subject's JSON in the preflight. */
   readonly sameBody: boolean
+  /**
+   * Rounds of its own instead of the run's (e.g. one long round): given the
+   * run's settings, its warm-up, round length and number of rounds.
+   */
+  readonly rounds?: (settings: RunSettings) => {
+    readonly warmupSeconds: number
+    readonly roundSeconds: number
+    readonly rounds: number
+  }
   /** Starts the targets; the first is the subject. */
   readonly setup: (context: ScenarioContext) => Effect.Effect<ReadonlyArray<Target>, BenchError, Scope.Scope>
   /** Throughput ratios shown in the table: [subject, anchor] target ids. Default: the first target against each other. */
@@ -198,6 +212,32 @@ export const figuresOf = (figures: ReadonlyMap<string, Figures>, id: string): Fi
   const found = figures.get(id)
   if (found === undefined) throw new Error(`no figures for target ${id}`)
   return found
+}
+
+/** A figure in the goals' text: "n/a" when it is missing or not finite. */
+export const num = (value: number | undefined, digits = 0): string =>
+  value !== undefined && Number.isFinite(value) ? value.toFixed(digits) : "n/a"
+
+/**
+ * "CPU µs per request ≤ k × the anchor's": of the process under test
+ * (`side` "server") or of PostgreSQL ("postgres"). A missing figure misses.
+ */
+export const cpuGoal = (
+  figures: ReadonlyMap<string, Figures>,
+  subject: string,
+  anchor: string,
+  atMost: number,
+  side: "server" | "postgres",
+  goal: string
+): GoalResult => {
+  const mine = figuresOf(figures, subject).cpuUs[side]
+  const theirs = figuresOf(figures, anchor).cpuUs[side]
+  const value = ratio(mine, theirs)
+  return {
+    goal,
+    measured: `${num(mine)} vs ${num(theirs)} µs (${times(value)})`,
+    pass: Number.isFinite(value) && value <= atMost
+  }
 }
 
 /** "≥ k × anchor throughput". */

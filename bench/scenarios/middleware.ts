@@ -11,7 +11,7 @@
 import { Effect } from "effect"
 import { BARE_HTTPAPI, BARE_HTTPAPI_1RT, FULL_MIDDLEWARE, RAW_HTTP } from "../lib/Paths.ts"
 import { benchError } from "../lib/Processes.ts"
-import { httpTarget, type Scenario, throughputGoal } from "../lib/Scenario.ts"
+import { cpuGoal, httpTarget, type Scenario, throughputGoal } from "../lib/Scenario.ts"
 
 const PATH = "/api/public/v1/students?page=1&per_page=20"
 
@@ -48,5 +48,15 @@ export const middleware: Scenario = {
         httpTarget({ id: "raw-http", label: "raw-http", server: raw, load, connections })
       ]
     }),
-  goals: (figures) => [throughputGoal(figures, "full-middleware", "bare-httpapi-1rt", 0.8, "bare-httpapi-1rt")]
+  goals: (figures) => [
+    cpuGoal(
+      figures,
+      "full-middleware",
+      "bare-httpapi-1rt",
+      2.0,
+      "server",
+      "CPU µs per request ≤ 2.0x bare-httpapi-1rt's"
+    ),
+    throughputGoal(figures, "full-middleware", "bare-httpapi-1rt", 0.5, "bare-httpapi-1rt")
+  ]
 }

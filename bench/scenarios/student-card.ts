@@ -24,5 +24,5 @@ export const studentCard: Scenario = {
         httpTarget({ id: "peer", label: "peer (Fastify + pg)", server: peer, load, connections })
       ]
     }),
-  goals: (figures) => [throughputGoal(figures, "api", "peer", 1.0, "peer")]
+  goals: (figures) => [throughputGoal(figures, "api", "peer", 1.5, "peer")]
 }
