@@ -1,11 +1,20 @@
-/** GET /students and GET /students/{id} (docs/integrators.md "Reading"): decode, one repository call, encode. */
+/**
+ * GET /students and GET /students/{id} (docs/integrators.md "Reading"):
+ * decode, one repository call, encode. The list is written as JSON straight
+ * from its rows (`listJson`, held to the endpoint's schema by a property
+ * test), the same bytes and headers the HttpApi's own encoding sends.
+ */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
-import { Errors, Pagination } from "@school/domain"
+import { Errors, Models, Pagination } from "@school/domain"
 import { CurrentKey } from "@school/domain/api/Middleware"
+import { listJson } from "@school/domain/api/PlainJson"
 import { PublicApi } from "@school/domain/api/PublicApi"
 import { Students } from "@school/persistence/Students"
+
+const studentsJson = listJson(Models.StudentListItem)
 
 export const StudentsHandlersNoDeps = HttpApiBuilder.group(
   PublicApi,
@@ -16,7 +25,8 @@ export const StudentsHandlersNoDeps = HttpApiBuilder.group(
       .handle("list", Effect.fn("PublicApi.students.list")(function*({ query }) {
         const { schoolId } = yield* CurrentKey
         const page = Pagination.listRequest(query)
-        return Pagination.listBody(yield* students.list(schoolId, { page, updatedSince: query.updated_since }))
+        const body = Pagination.listBody(yield* students.list(schoolId, { page, updatedSince: query.updated_since }))
+        return HttpServerResponse.text(studentsJson(body), { contentType: "application/json" })
       }))
       .handle("get", Effect.fn("PublicApi.students.get")(function*({ params }) {
         const { schoolId } = yield* CurrentKey
