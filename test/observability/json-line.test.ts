@@ -7,6 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Logger, Schema } from "effect"
+import { spawn } from "node:child_process"
 import { plainLine, structuredLine } from "@school/runtime/Logging"
 
 const Value = Schema.Union([Schema.String, Schema.Number, Schema.Boolean])
@@ -81,5 +82,53 @@ describe("the JSON log line", () => {
       const withBigint = yield* bothLines("x", { n: 10n }, [])
       assert.isUndefined(withBigint[0]?.plain)
       assert.include(withBigint[0]?.structured ?? "", `"annotations":{"n":`)
+    }))
+})
+
+/** Runs a module's text in a child Node (the repository's TypeScript, as the processes load it) and answers its stderr. */
+const stderrOf = (source: string) =>
+  Effect.promise(() =>
+    new Promise<{ readonly stderr: string; readonly code: number | null }>((resolve, reject) => {
+      const child = spawn(process.execPath, ["--input-type=module", "-e", source], { cwd: process.cwd() })
+      let stderr = ""
+      child.stderr.on("data", (chunk: Buffer) => {
+        stderr += chunk.toString("utf8")
+      })
+      child.on("error", reject)
+      child.on("close", (code) => resolve({ stderr, code }))
+    })
+  )
+
+describe("JSON lines on stderr", () => {
+  const logging = new URL("../../libs/runtime/src/Logging.ts", import.meta.url).href
+  const prelude = `
+    import { Effect, Logger } from "effect"
+    import { flushLogs, jsonLine, perTick } from ${JSON.stringify(logging)}
+    const log = (text) => Effect.runSync(Effect.logInfo(text).pipe(
+      Effect.provideService(Logger.CurrentLoggers, new Set([perTick(jsonLine("cli"))]))))
+  `
+
+  it.effect("a tick's lines come out in order, before a line the process writes itself after flushLogs", () =>
+    Effect.gen(function*() {
+      const { code, stderr } = yield* stderrOf(`${prelude}
+        log("one"); log("two"); log("three")
+        flushLogs()
+        process.stderr.write("error: the last line\\n")
+      `)
+      assert.strictEqual(code, 0)
+      const lines = stderr.trimEnd().split("\n")
+      assert.deepStrictEqual(lines.slice(0, 3).map((line) => JSON.parse(line).message), ["one", "two", "three"])
+      assert.strictEqual(lines[3], "error: the last line")
+      assert.strictEqual(lines.length, 4)
+    }))
+
+  it.effect("lines still waiting when the process exits are written", () =>
+    Effect.gen(function*() {
+      const { code, stderr } = yield* stderrOf(`${prelude}
+        log("before exit")
+        process.exit(3)
+      `)
+      assert.strictEqual(code, 3)
+      assert.strictEqual(JSON.parse(stderr.trim()).message, "before exit")
     }))
 })

@@ -18,7 +18,7 @@
  * (property-tested), which is kept for every other line; and the lines of
  * one turn of the event loop reach stderr in one write (`perTick`), not a
  * console call and a write each. Lines still waiting are written when the
- * process exits.
+ * process exits, and before a process's own stderr lines (`flushLogs`).
  */
 import type { LogLevel } from "effect"
 import * as Formatter from "effect/Formatter"
@@ -120,8 +120,12 @@ const waiting: Array<string> = []
 let flushScheduled = false
 let exitHooked = false
 
-/** Writes the waiting lines to stderr, in one write. */
-const flush = (): void => {
+/**
+ * Writes the lines still waiting to stderr, in one write. A process that
+ * writes to stderr itself (its last error line, the CLI's refusals) calls it
+ * first, so no log line comes after the line that should end the output.
+ */
+export const flushLogs = (): void => {
   flushScheduled = false
   if (waiting.length === 0) return
   const chunk = waiting.join("\n") + "\n"
@@ -140,11 +144,11 @@ export const perTick = (self: Logger.Logger<unknown, string>): Logger.Logger<unk
     waiting.push(self.log(options))
     if (!exitHooked) {
       exitHooked = true
-      process.once("exit", flush)
+      process.once("exit", flushLogs)
     }
     if (!flushScheduled) {
       flushScheduled = true
-      setImmediate(flush).unref()
+      setImmediate(flushLogs).unref()
     }
   })
 
