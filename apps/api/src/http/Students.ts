@@ -1,20 +1,18 @@
 /**
  * GET /students and GET /students/{id} (docs/integrators.md "Reading"):
- * decode, one repository call, encode. The list is written as JSON straight
- * from its rows (`listJson`, held to the endpoint's schema by a property
- * test), the same bytes and headers the HttpApi's own encoding sends.
+ * decode, one repository call, encode; the list's JSON is written from its
+ * rows (./ListResponse.ts).
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import { Errors, Models, Pagination } from "@school/domain"
 import { CurrentKey } from "@school/domain/api/Middleware"
-import { listJson } from "@school/domain/api/PlainJson"
 import { PublicApi } from "@school/domain/api/PublicApi"
 import { Students } from "@school/persistence/Students"
+import { listResponse } from "./ListResponse.ts"
 
-const studentsJson = listJson(Models.StudentListItem)
+const studentsList = listResponse(Models.StudentListItem)
 
 export const StudentsHandlersNoDeps = HttpApiBuilder.group(
   PublicApi,
@@ -25,8 +23,7 @@ export const StudentsHandlersNoDeps = HttpApiBuilder.group(
       .handle("list", Effect.fn("PublicApi.students.list")(function*({ query }) {
         const { schoolId } = yield* CurrentKey
         const page = Pagination.listRequest(query)
-        const body = Pagination.listBody(yield* students.list(schoolId, { page, updatedSince: query.updated_since }))
-        return HttpServerResponse.text(studentsJson(body), { contentType: "application/json" })
+        return studentsList(yield* students.list(schoolId, { page, updatedSince: query.updated_since }))
       }))
       .handle("get", Effect.fn("PublicApi.students.get")(function*({ params }) {
         const { schoolId } = yield* CurrentKey
