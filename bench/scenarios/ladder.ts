@@ -14,6 +14,12 @@
  * (the harness's measure) and the difference from the rung before, heap
  * allocated per request and its difference, GC ms per 1 000 requests,
  * throughput, p50, p99 and p99/p50; medians of the measured rounds.
+ *
+ * To look inside a rung: BENCH_LADDER_RUNGS=authentication,database measures
+ * only those rungs (the API process still starts, as its answer is the page
+ * the others serve), and BENCH_CPU_PROFILE_DIR=/tmp/prof runs every rung with
+ * `--cpu-prof` into that directory (a profile per process, written when the
+ * scenario stops it; the rounds then cost more CPU than unprofiled ones).
  */
 import { Duration, Effect } from "effect"
 import { freePort } from "@school/runtime/Ports"
@@ -178,7 +184,17 @@ export const ladder: Scenario = {
       const load = { paths: [PATH], keys: data.keys }
       const api = scriptCommand("start:api")
       // Every rung runs with the API's Node flags (its GC settings) and the probe.
-      const nodeFlags = [...api.nodeFlags, "--import", HEAP_PROBE]
+      const profileDir = process.env["BENCH_CPU_PROFILE_DIR"]
+      const nodeFlags = [
+        ...api.nodeFlags,
+        "--import",
+        HEAP_PROBE,
+        ...(profileDir === undefined || profileDir === "" ? [] : ["--cpu-prof", `--cpu-prof-dir=${profileDir}`])
+      ]
+      const only = (process.env["BENCH_LADDER_RUNGS"] ?? "").split(",").map((name) => name.trim()).filter((name) => name !== "")
+      const unknown = only.filter((name) => !RUNGS.some((rung) => rung.name === name))
+      if (unknown.length > 0) return yield* benchError(`BENCH_LADDER_RUNGS: no rung ${unknown.join(", ")}`)
+      const measured = (name: string) => only.length === 0 || only.includes(name)
       const started = new Map<string, { readonly server: Server; readonly heapPort: number }>()
       // The API process first: its answer is the page the fixed-page rungs serve, byte for byte.
       for (const rung of RUNGS.filter((r) => r.apiProcess)) {
@@ -193,7 +209,7 @@ export const ladder: Scenario = {
       const apiRung = [...started.values()][0]
       if (apiRung === undefined) return yield* benchError("ladder: no rung is the API process")
       const bodyFile = yield* context.writeFile("ladder-page.json", yield* firstPage(apiRung.server, data.keys[0] ?? ""))
-      for (const rung of RUNGS.filter((r) => !r.apiProcess)) {
+      for (const rung of RUNGS.filter((r) => !r.apiProcess && measured(r.name))) {
         const heapPort = yield* freePort
         const server = yield* context.start.server(rung.name, LADDER, {
           nodeFlags,
@@ -212,7 +228,7 @@ export const ladder: Scenario = {
       }
       return RUNGS.flatMap((rung) => {
         const found = started.get(rung.name)
-        return found === undefined ? [] : [
+        return found === undefined || !measured(rung.name) ? [] : [
           withHeap(
             httpTarget({ id: rung.name, label: rung.name, server: found.server, load, connections }),
             found.heapPort

@@ -46,6 +46,7 @@ import {
   setPlan
 } from "@school/persistence/Schools"
 import * as Settings from "@school/runtime/Settings"
+import { flushLogs } from "@school/runtime/Logging"
 import { CliSettings } from "./CliSettings.ts"
 import { Database } from "./Database.ts"
 import { webhooksCommand } from "./WebhookCommands.ts"
@@ -243,11 +244,17 @@ const cli = Command.make("cli").pipe(
   ])
 )
 
+/** A line of the CLI's own on stderr, after the log lines still waiting (libs/runtime/src/Logging.ts). */
+const writeError = (line: string) => {
+  flushLogs()
+  process.stderr.write(line)
+}
+
 const oneLine = (text: string) => text.split("\n").map((line) => line.trim()).filter((line) => line !== "").join("; ")
 
 const usageError = (message: string | undefined) =>
   Effect.sync(() => {
-    if (message !== undefined) process.stderr.write(`error: ${oneLine(message)}\n`)
+    if (message !== undefined) writeError(`error: ${oneLine(message)}\n`)
     process.exitCode = 2
   })
 
@@ -256,14 +263,14 @@ const presenter = CliOutput.layerPresenter({
   present: (event) =>
     event._tag === "InvalidInvocation"
       ? Effect.sync(() =>
-        process.stderr.write(`error: ${oneLine(event.errors.map((error) => error.message).join("; "))} (see --help)\n`)
+        writeError(`error: ${oneLine(event.errors.map((error) => error.message).join("; "))} (see --help)\n`)
       )
       : CliOutput.defaultPresenter.present(event)
 })
 
 const refused = (message: string) =>
   Effect.sync(() => {
-    process.stderr.write(`error: ${oneLine(message)}\n`)
+    writeError(`error: ${oneLine(message)}\n`)
     process.exitCode = 1
   })
 

@@ -10,6 +10,15 @@
  * several values (`Effect.logInfo("dispatcher ready", { port })`) has its
  * strings, numbers and other values joined by spaces into `message`, and
  * the plain objects among them merged into `fields` (`{"port":3001}`).
+ *
+ * A line costs a request little (docs/performance.md "The request path"):
+ * the usual line (string message, string/number/boolean annotations, no
+ * failure) is one `JSON.stringify` of an object built in the line's key
+ * order, the same text Effect's general `Formatter.formatJson` writes
+ * (property-tested), which is kept for every other line; and the lines of
+ * one turn of the event loop reach stderr in one write (`perTick`), not a
+ * console call and a write each. Lines still waiting are written when the
+ * process exits, and before a process's own stderr lines (`flushLogs`).
  */
 import type { LogLevel } from "effect"
 import * as Formatter from "effect/Formatter"
@@ -49,22 +58,98 @@ export const messageAndFields = (
   return { message: words.join(" "), fields }
 }
 
+/** One JSON object per log call, as Effect's structured logger and general JSON formatter write it. */
+export const structuredLine = (options: Logger.Options<unknown>, service: Service): string => {
+  const structured = Logger.formatStructured.log(options)
+  const { fields, message } = messageAndFields(options.message)
+  return Formatter.formatJson({
+    message,
+    level: structured.level,
+    timestamp: structured.timestamp,
+    service,
+    cause: structured.cause,
+    annotations: structured.annotations,
+    ...(fields === undefined ? {} : { fields }),
+    spans: structured.spans,
+    fiberId: structured.fiberId
+  })
+}
+
+const isPrimitive = (value: unknown): value is string | number | boolean =>
+  typeof value === "string" || typeof value === "number" || typeof value === "boolean"
+
+/**
+ * The usual line without the general formatter: `undefined` unless every
+ * value is a string, number or boolean, there is no failure and no `fields`
+ * (then `structuredLine` writes it). Same text as `structuredLine`.
+ */
+export const plainLine = (options: Logger.Options<unknown>, service: Service): string | undefined => {
+  if (options.cause.reasons.length > 0) return undefined
+  let message: string
+  if (typeof options.message === "string") message = options.message
+  else if (Array.isArray(options.message) && options.message.every((value) => typeof value === "string")) {
+    message = options.message.join(" ")
+  } else return undefined
+  const annotations: Record<string, string | number | boolean> = {}
+  for (const [key, value] of Object.entries(options.fiber.getRef(References.CurrentLogAnnotations))) {
+    if (!isPrimitive(value) || key === "__proto__") return undefined
+    annotations[key] = value
+  }
+  const spans: Record<string, number> = {}
+  const now = options.date.getTime()
+  for (const [label, started] of options.fiber.getRef(References.CurrentLogSpans)) {
+    if (label === "__proto__") return undefined
+    spans[label] = now - started
+  }
+  return JSON.stringify({
+    message,
+    level: options.logLevel.toUpperCase(),
+    timestamp: options.date.toISOString(),
+    service,
+    annotations,
+    spans,
+    fiberId: `#${options.fiber.id}`
+  })
+}
+
 /** One JSON object per log call, as a string (docs/operations.md "Log lines"). */
 export const jsonLine = (service: Service): Logger.Logger<unknown, string> =>
+  Logger.make((options) => plainLine(options, service) ?? structuredLine(options, service))
+
+const waiting: Array<string> = []
+let flushScheduled = false
+let exitHooked = false
+
+/**
+ * Writes the lines still waiting to stderr, in one write. A process that
+ * writes to stderr itself (its last error line, the CLI's refusals) calls it
+ * first, so no log line comes after the line that should end the output.
+ */
+export const flushLogs = (): void => {
+  flushScheduled = false
+  if (waiting.length === 0) return
+  const chunk = waiting.join("\n") + "\n"
+  waiting.length = 0
+  process.stderr.write(chunk)
+}
+
+/**
+ * `self`'s lines on stderr, those of one turn of the event loop in one
+ * write (stderr is synchronous for files, pipes and terminals on Linux, so
+ * a write per line is a system call per line); the lines still waiting
+ * when the process exits are written then.
+ */
+export const perTick = (self: Logger.Logger<unknown, string>): Logger.Logger<unknown, void> =>
   Logger.make((options) => {
-    const structured = Logger.formatStructured.log(options)
-    const { fields, message } = messageAndFields(options.message)
-    return Formatter.formatJson({
-      message,
-      level: structured.level,
-      timestamp: structured.timestamp,
-      service,
-      cause: structured.cause,
-      annotations: structured.annotations,
-      ...(fields === undefined ? {} : { fields }),
-      spans: structured.spans,
-      fiberId: structured.fiberId
-    })
+    waiting.push(self.log(options))
+    if (!exitHooked) {
+      exitHooked = true
+      process.once("exit", flushLogs)
+    }
+    if (!flushScheduled) {
+      flushScheduled = true
+      setImmediate(flushLogs).unref()
+    }
   })
 
 /** The logger LOG_LEVEL and LOG_FORMAT ask for, installed for everything above this layer. */
@@ -73,7 +158,7 @@ export const layer = (
 ): Layer.Layer<never> =>
   Layer.mergeAll(
     Logger.layer([
-      options.logFormat === "json" ? Logger.withConsoleError(jsonLine(options.service)) : Logger.consolePretty()
+      options.logFormat === "json" ? perTick(jsonLine(options.service)) : Logger.consolePretty()
     ]),
     Layer.succeed(Logger.LogToStderr, true),
     Layer.succeed(References.MinimumLogLevel, options.logLevel)

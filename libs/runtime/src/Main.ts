@@ -12,6 +12,7 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Runtime from "effect/Runtime"
+import { flushLogs } from "./Logging.ts"
 import { isReported, lineOf } from "./Reported.ts"
 
 /** Interrupted (by a signal) is a clean stop: 0. Everything else as `Runtime.defaultTeardown`. */
@@ -26,7 +27,10 @@ const reportFailure = <A, E>(program: Effect.Effect<A, E>): Effect.Effect<A, E> 
     const error = Cause.squash(cause)
     const line = isReported(error) ? lineOf(error) : ""
     // An empty line: the error was already logged (`AlreadyLogged`).
-    return line === "" ? Effect.void : Effect.sync(() => process.stderr.write(`${line}\n`))
+    return line === "" ? Effect.void : Effect.sync(() => {
+      flushLogs()
+      process.stderr.write(`${line}\n`)
+    })
   })
 
 /** Runs `program` as the process: signals stop it with exit 0, failures exit non-zero. */

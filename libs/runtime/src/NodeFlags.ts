@@ -6,12 +6,17 @@
  * docker-compose.yml). test/ops/node-flags.test.ts holds them all to this
  * record.
  *
- * `--max-semi-space-size=8` (MiB): V8 lets the young generation grow to two
- * 32 MiB semi-spaces under load, and the old generation keeps what the
- * young one promoted meanwhile. Measured on GET /students (docs/performance.md
- * "Memory"), two interleaved runs each: peak RSS 357/351 MiB → 210/213 MiB,
- * throughput and CPU per request unchanged within the runs' spread (4 MiB:
- * 239/193 MiB and ~+8% CPU per request).
+ * `--max-semi-space-size` (MiB; 4 for the API, 8 for the dispatcher): V8
+ * lets the young generation grow to two 32 MiB semi-spaces under load, and
+ * the old generation keeps what the young one promoted meanwhile. Measured
+ * on GET /students (docs/performance.md "Memory"), two interleaved runs
+ * each: peak RSS 357/351 MiB → 210/213 MiB with 8, throughput and CPU per
+ * request unchanged within the runs' spread (4 MiB then: 239/193 MiB and
+ * ~+8% CPU per request). The API's budget is 135 MiB, and with 8 it stood
+ * at 135.6 MiB (VmHWM) as soon as it was ready, before any request: building
+ * its routes and documents fills the young generation. With 4 that is 122.1
+ * (RSS after start 120 → 106 MiB), and under load, since the request path
+ * allocates less, 129 (GET /students) and 134 MiB (the failed-auth flood).
  *
  * `--heap-growing-percent=30`: after a full collection V8 lets the old generation grow to a
  * multiple of what survived before it collects again, and under load it picks about 2.3x: a
@@ -31,6 +36,6 @@
  * fresh clone (docs/performance.md "Webhook dispatcher").
  */
 export const NODE_FLAGS: { readonly api: ReadonlyArray<string>; readonly dispatcher: ReadonlyArray<string> } = {
-  api: ["--max-semi-space-size=8", "--heap-growing-percent=30"],
+  api: ["--max-semi-space-size=4", "--heap-growing-percent=30"],
   dispatcher: ["--max-semi-space-size=8", "--heap-growing-percent=50"]
 }

@@ -5,11 +5,14 @@
  */
 import * as Effect from "effect/Effect"
 import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
-import { Errors, Pagination } from "@school/domain"
+import { Enrollments as EnrollmentRules, Errors, Pagination } from "@school/domain"
 import { CurrentKey } from "@school/domain/api/Middleware"
 import { PublicApi } from "@school/domain/api/PublicApi"
 import { Enrollments } from "@school/persistence/Enrollments"
+import { listResponse } from "./ListResponse.ts"
 import * as RefusalMessages from "./RefusalMessages.ts"
+
+const enrollmentList = listResponse(EnrollmentRules.Enrollment)
 
 export const EnrollmentsHandlersNoDeps = HttpApiBuilder.group(
   PublicApi,
@@ -35,7 +38,7 @@ export const EnrollmentListHandlersNoDeps = HttpApiBuilder.group(
     const enrollments = yield* Enrollments
     return handlers.handle("list", Effect.fn("PublicApi.enrollmentList.list")(function*({ query }) {
       const { schoolId } = yield* CurrentKey
-      return Pagination.listBody(yield* enrollments.listActive(schoolId, Pagination.listRequest(query)))
+      return enrollmentList(yield* enrollments.listActive(schoolId, Pagination.listRequest(query)))
     }))
   })
 )

@@ -1,11 +1,18 @@
-/** GET /students and GET /students/{id} (docs/integrators.md "Reading"): decode, one repository call, encode. */
+/**
+ * GET /students and GET /students/{id} (docs/integrators.md "Reading"):
+ * decode, one repository call, encode; the list's JSON is written from its
+ * rows (./ListResponse.ts).
+ */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
-import { Errors, Pagination } from "@school/domain"
+import { Errors, Models, Pagination } from "@school/domain"
 import { CurrentKey } from "@school/domain/api/Middleware"
 import { PublicApi } from "@school/domain/api/PublicApi"
 import { Students } from "@school/persistence/Students"
+import { listResponse } from "./ListResponse.ts"
+
+const studentsList = listResponse(Models.StudentListItem)
 
 export const StudentsHandlersNoDeps = HttpApiBuilder.group(
   PublicApi,
@@ -16,7 +23,7 @@ export const StudentsHandlersNoDeps = HttpApiBuilder.group(
       .handle("list", Effect.fn("PublicApi.students.list")(function*({ query }) {
         const { schoolId } = yield* CurrentKey
         const page = Pagination.listRequest(query)
-        return Pagination.listBody(yield* students.list(schoolId, { page, updatedSince: query.updated_since }))
+        return studentsList(yield* students.list(schoolId, { page, updatedSince: query.updated_since }))
       }))
       .handle("get", Effect.fn("PublicApi.students.get")(function*({ params }) {
         const { schoolId } = yield* CurrentKey
