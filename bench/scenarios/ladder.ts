@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- ladder` (only when named; not in the default run): where
+ * `npm run bench -- ladder` (and in `--full`; not in the default run): where
  * every microsecond of GET /api/public/v1/students goes. One server per rung
  * of bench/servers/ladder.ts (`RUNGS`): bare HttpApi answering the page's
  * bytes, then each piece of our request path added one at a time, up to the

@@ -20,7 +20,8 @@
 import { assert, layer } from "@effect/vitest"
 import * as Signature from "@school/domain/WebhookSignature"
 import { DeliveryQueue } from "@school/persistence/DeliveryQueue"
-import { Effect, Layer } from "effect"
+import { Duration, Effect, Layer } from "effect"
+import * as Purge from "@school/dispatcher/Purge"
 import { SqlClient } from "effect/sql"
 import { TestDatabase } from "../support/TestDatabase.ts"
 import * as T from "./support.ts"
@@ -225,5 +226,28 @@ layer(Env, { excludeTestServices: true })("the delivery queue", (it) => {
       })
       const [events] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM outbox_events WHERE school_id = ${schoolId}`
       assert.strictEqual(events?.n, 50)
+    }))
+  it.effect("a purge run goes on while its batches come back full, within its time budget", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const queue = yield* DeliveryQueue
+      const { schoolId } = yield* T.school("Purge budget school")
+      const sub = yield* T.subscription(schoolId, "http://127.0.0.1:9/b", ["lead.created"])
+      yield* T.leads(schoolId, 1)
+      yield* queue.fanOut(500)
+      const [first] = yield* T.deliveries(schoolId)
+      // 1 300 resends of it, delivered 40 days ago: 1 250 past the journal's last 50 (the first stays, named by them).
+      yield* sql`INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, status, finished_at)
+                 SELECT ${schoolId}, ${sub.id}, ${first?.event_id ?? 0}, 'lead.created', ${first?.id ?? 0},
+                        'delivered', now() - interval '40 days'
+                 FROM generate_series(1, 1300)`
+      const retention = Duration.days(30)
+      // No budget left after the first batch: one batch of 500.
+      const short = yield* Purge.once(queue, retention, Duration.zero)
+      assert.strictEqual(short.deliveries, 500)
+      // Budget enough: the rest, 500 then 250 (a short batch ends the run).
+      const rest = yield* Purge.once(queue, retention, Duration.minutes(1))
+      assert.strictEqual(rest.deliveries, 750)
+      assert.strictEqual((yield* T.deliveries(schoolId)).length, 51)
     }))
 })

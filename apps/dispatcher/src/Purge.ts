@@ -1,11 +1,15 @@
 /**
  * The purge (DeliveryQueue `purge`; docs/operations.md "Settings", DELIVERY_RETENTION):
  * delivered, failed and skipped deliveries older than DELIVERY_RETENTION,
- * outside the last JOURNAL_KEEP of their subscription, in small batches (a
- * bounded number per run, so it never holds locks for long), every
- * `every`. Then the local listeners whose CLI died (Listeners `removeStale`,
+ * outside the last JOURNAL_KEEP of their subscription, in small batches
+ * (each a short transaction, so it never holds locks for long), every
+ * `every`. A run goes on while its batches come back full, for up to half of
+ * `every`: a fixed number of batches a run (20 of 500 a minute, ~167 a
+ * second) fell behind a dispatcher finishing 1 000 deliveries a second, and
+ * the table grew without bound (docs/performance.md "Journal at scale"). Then the local listeners whose CLI died (Listeners `removeStale`,
  * libs/persistence/src/Listeners.ts) when the process has `Listeners`.
  */
+import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
@@ -15,20 +19,20 @@ import type { Outage } from "./Outage.ts"
 
 /** Deliveries purged per statement (small: the purge must not hold locks for long). */
 const PURGE_BATCH = 500
-/** Batches per run, at most. */
-const PURGE_BATCHES = 20
 /** docs/decisions.md "Webhooks": the journal's last deliveries per subscription stay whatever their age. */
 export const JOURNAL_KEEP = 50
 
-export const once = (queue: DeliveryQueue["Service"], retention: Duration.Duration) =>
+/** Batches until one comes back short, or `budget` has passed (at least one batch). */
+export const once = (queue: DeliveryQueue["Service"], retention: Duration.Duration, budget: Duration.Duration) =>
   Effect.gen(function*() {
+    const until = (yield* Clock.currentTimeMillis) + Duration.toMillis(budget)
     let deliveries = 0
     let events = 0
-    for (let i = 0; i < PURGE_BATCHES; i++) {
+    while (true) {
       const purged = yield* queue.purge({ retentionMs: Duration.toMillis(retention), keep: JOURNAL_KEEP, batch: PURGE_BATCH })
       deliveries += purged.deliveries
       events += purged.events
-      if (purged.deliveries < PURGE_BATCH) break
+      if (purged.deliveries < PURGE_BATCH || (yield* Clock.currentTimeMillis) >= until) break
     }
     return { deliveries, events }
   })
@@ -42,7 +46,7 @@ export const run = (options: {
   /** Removes the listeners not seen lately: how many. */
   readonly removeStaleListeners?: Effect.Effect<number, SqlError.SqlError>
 }) =>
-  once(options.queue, options.retention).pipe(
+  once(options.queue, options.retention, Duration.divideUnsafe(options.every, 2)).pipe(
     Effect.tap((purged) => purged.deliveries > 0 ? Effect.logInfo("dispatcher: purged old deliveries", purged) : Effect.void),
     Effect.andThen(options.removeStaleListeners ?? Effect.succeed(0)),
     Effect.tap((removed) => removed > 0 ? Effect.logInfo("dispatcher: removed stale local listeners", { removed }) : Effect.void),
