@@ -19,6 +19,7 @@ import { freePort } from "@school/runtime/Ports"
 import { RESULTS_DIR, scriptCommand } from "./Paths.ts"
 import { benchError, type BenchError, type Server, startServer } from "./Processes.ts"
 import type { ScenarioContext } from "./Scenario.ts"
+import { percentile, type RoundFigures } from "./Stats.ts"
 
 /** DISPATCHER_CONCURRENCY of the dispatcher, and the anchors' concurrency. */
 export const CONCURRENCY = 32
@@ -221,6 +222,35 @@ export const pendingWork = async (query: Query): Promise<boolean> => {
  * signatures of one request in 16 (and of the first of each round) with the
  * secret of the subscription its path names; a bad one is counted.
  */
+/**
+ * A latency round's figures: `latencies` (commit→arrival ms, sorted) of the
+ * `total` events sent over `sent` seconds, the round lasting `seconds`;
+ * a delivery whose signature did not verify is a non-2xx answer.
+ */
+export const latencyFigures = (options: {
+  readonly latencies: ReadonlyArray<number>
+  readonly total: number
+  readonly sent: number
+  readonly seconds: number
+  readonly badSignatures: number
+}): RoundFigures => {
+  const { badSignatures, latencies, sent, seconds, total } = options
+  return {
+    requests: latencies.length,
+    seconds,
+    rps: latencies.length / sent,
+    p50: percentile(latencies, 50),
+    p95: percentile(latencies, 95),
+    p99: percentile(latencies, 99),
+    non2xx: badSignatures,
+    errors: total - latencies.length,
+    statuses: {
+      "204": latencies.length,
+      ...(badSignatures > 0 ? { "bad signature": badSignatures } : {})
+    }
+  }
+}
+
 export class Arrivals {
   arrived = 0
   badSignatures = 0

@@ -67,7 +67,7 @@ import { CONCURRENCY, describe, EVENT, payloadText, PER_SUBSCRIPTION, sleep } fr
 import { BARE_DISPATCH, GRAPHILE_WORKER } from "../lib/Paths.ts"
 import { benchError, type BenchError } from "../lib/Processes.ts"
 import { cpuGoal, figuresOf, ms, ratio, type Scenario, type Target, throughputGoal, times } from "../lib/Scenario.ts"
-import { median, percentile, type RoundFigures } from "../lib/Stats.ts"
+import { median, type RoundFigures } from "../lib/Stats.ts"
 
 /** Subscriptions the throughput load is spread over (one school each). */
 const SUBSCRIPTIONS = 16
@@ -492,20 +492,7 @@ export const dispatcher: Scenario = {
             // Let the dispatcher record the attempts the release cut off before the tables are emptied.
             await sleep(beside === "hanging" ? 300 : 50)
             activate(0)
-            return {
-              requests: latencies.length,
-              seconds: sent,
-              rps: latencies.length / sent,
-              p50: percentile(latencies, 50),
-              p95: percentile(latencies, 95),
-              p99: percentile(latencies, 99),
-              non2xx: arrivals.badSignatures,
-              errors: total - latencies.length,
-              statuses: {
-                "204": latencies.length,
-                ...(arrivals.badSignatures > 0 ? { "bad signature": arrivals.badSignatures } : {})
-              }
-            } satisfies RoundFigures
+            return Dispatch.latencyFigures({ latencies, total, sent, seconds: sent, badSignatures: arrivals.badSignatures })
           },
           catch: (error) => benchError(`dispatcher: latency: ${describe(error)}`)
         })

@@ -192,21 +192,8 @@ export const sustainedDispatch: Scenario = {
             }
             // Let the dispatcher record the last attempts before the next round empties the tables.
             await Dispatch.sleep(50)
-            return {
-              requests: latencies.length,
-              // The round's wall time, the drain included (the CPU shares are over it); the rate is over the stream.
-              seconds: wall,
-              rps: latencies.length / sent,
-              p50: percentile(latencies, 50),
-              p95: percentile(latencies, 95),
-              p99: percentile(latencies, 99),
-              non2xx: arrivals.badSignatures,
-              errors: total - latencies.length,
-              statuses: {
-                "204": latencies.length,
-                ...(arrivals.badSignatures > 0 ? { "bad signature": arrivals.badSignatures } : {})
-              }
-            } satisfies RoundFigures
+            // The round's wall time, the drain included (the CPU shares are over it); the rate is over the stream.
+            return Dispatch.latencyFigures({ latencies, total, sent, seconds: wall, badSignatures: arrivals.badSignatures })
           },
           catch: (error) => benchError(`sustained-dispatch: ${Dispatch.describe(error)}`)
         })
