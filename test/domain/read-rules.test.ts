@@ -6,6 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Option, Result, Schema } from "effect"
 import { ApiKey, Ids, LessonWindow, Money, Pagination, Timestamps } from "@school/domain"
+import { createHash } from "node:crypto"
 
 const Total = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 20_000 }))
 const SmallPage = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 2_000 }))
@@ -210,6 +211,12 @@ describe("API key format", () => {
   it.prop("a secret matches its own hash and no other secret's", [Text, Text], ([a, b]) => {
     assert.isTrue(ApiKey.secretMatches(a, ApiKey.hashSecret(a)))
     assert.strictEqual(ApiKey.secretMatches(b, ApiKey.hashSecret(a)), a === b)
+  })
+  it.prop("the stored hash is the SHA-256 of the secret's UTF-8, as keys issued before hold it", [Text], ([a]) => {
+    assert.deepStrictEqual(
+      Buffer.from(ApiKey.hashSecret(a)),
+      createHash("sha256").update(Buffer.from(a, "utf8")).digest()
+    )
   })
 })
 

@@ -9,7 +9,7 @@
  */
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { createHash, timingSafeEqual } from "node:crypto"
+import { hash, timingSafeEqual } from "node:crypto"
 import { ApiKeyId } from "./Ids.ts"
 import { NonEmptyName } from "./Text.ts"
 import { type Instant, IsoInstant, parseInstant, Timestamp } from "./Timestamps.ts"
@@ -60,8 +60,11 @@ const draw = (alphabet: string, length: number, randomBytes: (n: number) => Uint
   return out
 }
 
-/** What is stored for a secret: its SHA-256 (the secret has 190 bits of entropy, so no slow hash is needed). */
-export const hashSecret = (secret: string): Uint8Array => createHash("sha256").update(secret).digest()
+/**
+ * What is stored for a secret: its SHA-256 (the secret has 190 bits of entropy, so no slow hash is needed).
+ * Node's one-shot `hash`, a fifth cheaper than a `Hash` object: every authenticated request takes one or more.
+ */
+export const hashSecret = (secret: string): Uint8Array => hash("sha256", secret, "buffer")
 
 /** Compares a presented secret with a stored hash in constant time. */
 export const secretMatches = (secret: string, storedHash: Uint8Array): boolean => {

@@ -6,7 +6,7 @@
  */
 import * as Duration from "effect/Duration"
 import * as Schema from "effect/Schema"
-import { createHash, randomBytes } from "node:crypto"
+import { hash, randomBytes } from "node:crypto"
 
 /** SESSION_TTL's default (docs/operations.md "Settings"). */
 export const DEFAULT_TTL: Duration.Duration = Duration.hours(12)
@@ -29,7 +29,7 @@ export type Role = typeof Role.Type
 export const generateToken = (): string => randomBytes(32).toString("base64url")
 
 /** What is stored of a token: its SHA-256 (a 256-bit random token needs no slow hash). */
-export const hashToken = (token: string): Uint8Array => createHash("sha256").update(token).digest()
+export const hashToken = (token: string): Uint8Array => hash("sha256", token, "buffer")
 
 /** A token as a client sends it: base64url, 43 characters; anything else is not looked up. */
 export const isTokenShaped = (token: string): boolean => /^[A-Za-z0-9_-]{43}$/u.test(token)
