@@ -15,15 +15,29 @@
  *   statement's round trip and its decoding, an upper bound of its database
  *   time. The mean execution time from pg_stat_statements is printed beside.
  * - `purge`: the dispatcher process (as `npm run start:dispatcher` runs it,
- *   DELIVERY_RETENTION at its default of 30 days) started with the round,
- *   while the harness inserts finished deliveries already past the retention
- *   at 1,000 per second (100 every 100 ms, each with its event and its
- *   attempt, over 10 subscriptions of their own): the purge, as the
- *   dispatcher schedules it, must remove them at least as fast. The round
- *   lasts 125 s (a quick one 65 s) so the purge's one-minute schedule runs
- *   more than once; the rate is what it deleted over the round (inserted
- *   less what is left past the retention at the end) per second. Its
- *   statement's mean time per batch (pg_stat_statements) is printed beside.
+ *   DELIVERY_RETENTION at its default of 30 days), started before the reads
+ *   and so idle when the round begins, while the harness inserts finished
+ *   deliveries already past the retention at 1,000 per second (100 every
+ *   100 ms, each with its event and its attempt, over 10 subscriptions of
+ *   their own): the purge, as the dispatcher schedules it, must keep up with
+ *   them. The round lasts 125 s (a quick one 65 s), so the purge's idle
+ *   pause of a minute ends inside it. Printed: the removal rate (inserted
+ *   less what is left past the retention at the end, per second), the purge
+ *   statement's calls and mean time per batch (pg_stat_statements), and the
+ *   backlog, the deliveries past the retention, sampled about once a second.
+ *
+ *   The goal is keeping up, judged on the backlog: PASS when the mean of the
+ *   samples of the round's last third ≤ the mean of its first third + what
+ *   arrives in 2 s (2,000: the backlog does not grow), and the backlog at the
+ *   end ≤ what arrives in one purge pause after a run that found work (1 s,
+ *   PURGE_SOON in apps/dispatcher/src/Dispatcher.ts) and one run (1 s):
+ *   2,000. The samples' first-third and last-third means, maximum and end
+ *   are printed. The first third includes the wait for a purge that was idle
+ *   (up to its minute), so the maximum is that wait's worth, not a fault.
+ *   The score this replaces, "(inserted − left) / seconds ≥ 1,000", could not
+ *   pass for any purge that runs from time to time: what arrives after its
+ *   last run is left at the end, so the rate is 1,000 less that part spread
+ *   over the round even when every run removes everything there is.
  *
  * The load's time is printed. At the end the webhook tables are emptied and
  * the scenario's subscriptions disabled, so a scenario after it starts clean.
@@ -53,9 +67,13 @@ const PURGE_RATE = 1_000
 const PURGE_TICKS = 10
 /** … over this many subscriptions of their own. */
 const PURGE_SUBSCRIPTIONS = 10
-/** The purge round: long enough for the dispatcher's one-minute schedule to run more than once. */
+/** The purge round: long enough for the purge's idle pause of a minute to end inside it, and to settle after. */
 const PURGE_SECONDS = 125
 const QUICK_PURGE_SECONDS = 65
+/** Keeping up: how far the last third's mean backlog may be above the first third's (what arrives in 2 s). */
+const GROWTH_ALLOWANCE = PURGE_RATE * 2
+/** Keeping up: the backlog at the end, at most what arrives in one purge pause after work (1 s) and one run (1 s). */
+const END_ALLOWANCE = PURGE_RATE * (1 + 1)
 /** DELIVERY_RETENTION's default (apps/dispatcher/src/Dispatcher.ts); the rows inserted are older by a day. */
 const RETENTION_DAYS = 30
 /**
@@ -70,9 +88,38 @@ const IS_DETAIL = (text: string) => text.startsWith("SELECT json_build_object(")
 /** Filled by `setup`, read by `goals`. */
 const state = {
   load: undefined as Deliveries.DeliveriesDataset | undefined,
-  purge: undefined as { readonly inserted: number; readonly left: number; readonly seconds: number; readonly runs: number } | undefined,
+  purge: undefined as
+    | {
+      readonly inserted: number
+      readonly left: number
+      readonly seconds: number
+      readonly runs: number
+      readonly backlog: Backlog
+    }
+    | undefined,
   meanMs: new Map<string, { readonly calls: number; readonly meanMs: number }>()
 }
+
+/** The backlog (deliveries past the retention) as sampled over the purge round. */
+interface Backlog {
+  readonly samples: number
+  readonly firstThird: number
+  readonly lastThird: number
+  readonly max: number
+  readonly end: number
+}
+
+const average = (values: ReadonlyArray<number>) =>
+  values.length === 0 ? Number.NaN : values.reduce((sum, v) => sum + v, 0) / values.length
+
+/** The figures of samples taken `at` seconds into a round of `seconds`, `end` the last. */
+const backlogOf = (samples: ReadonlyArray<{ readonly at: number; readonly backlog: number }>, seconds: number, end: number): Backlog => ({
+  samples: samples.length,
+  firstThird: average(samples.filter((s) => s.at <= seconds / 3).map((s) => s.backlog)),
+  lastThird: average(samples.filter((s) => s.at >= seconds * 2 / 3).map((s) => s.backlog)),
+  max: Math.max(end, ...samples.map((s) => s.backlog)),
+  end
+})
 
 const oneLine = (query: string) => query.replace(/\s+/g, " ").trim()
 
@@ -262,19 +309,38 @@ export const journalScale: Scenario = {
             try: async () => {
               const left0 = await pastRetention()
               const started = performance.now()
-              const ticks = Math.round(seconds * PURGE_TICKS)
-              const perTick = PURGE_RATE / PURGE_TICKS
+              // The backlog about once a second, beside the inserts (its own connection of the pool).
+              const samples: Array<{ readonly at: number; readonly backlog: number }> = [{ at: 0, backlog: left0 }]
+              let sampling = true
+              const sampled = (async () => {
+                for (let s = 1; sampling; s++) {
+                  const wait = started + s * 1000 - performance.now()
+                  if (wait > 0) await Dispatch.sleep(wait)
+                  if (!sampling) break
+                  const at = (performance.now() - started) / 1000
+                  samples.push({ at, backlog: await pastRetention() })
+                }
+              })()
+              sampled.catch(() => undefined)
               let inserted = 0
-              for (let tick = 0; tick < ticks; tick++) {
-                const wait = started + tick * 1000 / PURGE_TICKS - performance.now()
+              try {
+                const ticks = Math.round(seconds * PURGE_TICKS)
+                const perTick = PURGE_RATE / PURGE_TICKS
+                for (let tick = 0; tick < ticks; tick++) {
+                  const wait = started + tick * 1000 / PURGE_TICKS - performance.now()
+                  if (wait > 0) await Dispatch.sleep(wait)
+                  await insertFinished(perTick)
+                  inserted += perTick
+                }
+                const wait = started + seconds * 1000 - performance.now()
                 if (wait > 0) await Dispatch.sleep(wait)
-                await insertFinished(perTick)
-                inserted += perTick
+              } finally {
+                sampling = false
               }
-              const wait = started + seconds * 1000 - performance.now()
-              if (wait > 0) await Dispatch.sleep(wait)
+              await sampled
               const elapsed = (performance.now() - started) / 1000
-              return { inserted: inserted + left0, left: await pastRetention(), seconds: elapsed }
+              const left = await pastRetention()
+              return { inserted: inserted + left0, left, seconds: elapsed, backlog: backlogOf(samples, elapsed, left) }
             },
             catch: (error) => benchError(`journal-scale: the purge round: ${Dispatch.describe(error)}`)
           })
@@ -315,6 +381,7 @@ export const journalScale: Scenario = {
     const load = state.load
     const purged = state.purge
     const statement = state.meanMs.get("purge")
+    const backlog = purged?.backlog
     /** What the purge statement removes per second when run back to back: deliveries per call over its mean time. */
     const backToBack = purged === undefined || statement === undefined || statement.calls === 0
       ? Number.NaN
@@ -342,15 +409,16 @@ export const journalScale: Scenario = {
         pass: detail.p99 <= 10
       },
       {
-        goal: `the dispatcher's purge ≥ ${PURGE_RATE} deliveries/s with ${PURGE_RATE}/s finishing past the retention`,
-        measured: purged === undefined
+        goal: `the dispatcher's purge keeps up with ${PURGE_RATE} deliveries/s finishing past the retention: backlog's last-third mean ≤ first-third mean + ${GROWTH_ALLOWANCE}, end ≤ ${END_ALLOWANCE}`,
+        measured: purged === undefined || backlog === undefined
           ? "not measured"
-          : `${purge.rps.toFixed(0)} deliveries/s (${purged.inserted - purged.left} of ${purged.inserted} removed in ${
-            purged.seconds.toFixed(0)
-          } s by ${purged.runs} purge statements, mean ${mean("purge")} each: ${
-            Number.isFinite(backToBack) ? backToBack.toFixed(0) : "n/a"
-          }/s if they ran back to back)`,
-        pass: purge.rps >= PURGE_RATE
+          : `backlog first third ${backlog.firstThird.toFixed(0)}, last third ${backlog.lastThird.toFixed(0)}, max ${backlog.max}, end ${backlog.end} (${backlog.samples} samples); removed ${
+            purge.rps.toFixed(0)
+          } deliveries/s (${purged.inserted - purged.left} of ${purged.inserted} in ${purged.seconds.toFixed(0)} s by ${purged.runs} purge statements, mean ${
+            mean("purge")
+          } each: ${Number.isFinite(backToBack) ? backToBack.toFixed(0) : "n/a"}/s if they ran back to back)`,
+        pass: backlog !== undefined && Number.isFinite(backlog.firstThird) && Number.isFinite(backlog.lastThird) &&
+          backlog.lastThird <= backlog.firstThird + GROWTH_ALLOWANCE && backlog.end <= END_ALLOWANCE
       }
     ]
   }

@@ -14,13 +14,16 @@
  * - the record: only under the lease the claim gave;
  * - the purge: older than the retention and outside the last 50 of their
  *   subscription (skipped entries like delivered ones), never a delivery a
- *   resend names; an event goes with its last delivery;
+ *   resend names; an event goes with its last delivery; a run goes on while
+ *   its batches come back full, and the next comes a second after a run that
+ *   found work, the full interval after one that found none;
  * - the gauges: a disabled subscription's due work is not counted.
  */
 import { assert, layer } from "@effect/vitest"
 import * as Signature from "@school/domain/WebhookSignature"
 import { DeliveryQueue } from "@school/persistence/DeliveryQueue"
-import { Duration, Effect, Layer } from "effect"
+import { Duration, Effect, Layer, Option, Ref, Schedule } from "effect"
+import * as Outage from "@school/dispatcher/Outage"
 import * as Purge from "@school/dispatcher/Purge"
 import { SqlClient } from "effect/sql"
 import { TestDatabase } from "../support/TestDatabase.ts"
@@ -250,4 +253,59 @@ layer(Env, { excludeTestServices: true })("the delivery queue", (it) => {
       assert.strictEqual(rest.deliveries, 750)
       assert.strictEqual((yield* T.deliveries(schoolId)).length, 51)
     }))
+
+  it.effect("the purge runs again a second after a run that found work, the full interval after one that found none", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const queue = yield* DeliveryQueue
+      const { schoolId } = yield* T.school("Purge schedule school")
+      const sub = yield* T.subscription(schoolId, "http://127.0.0.1:9/s", ["lead.created"])
+      yield* T.leads(schoolId, 1)
+      yield* queue.fanOut(500)
+      const [first] = yield* T.deliveries(schoolId)
+      /** `count` resends of the first delivery, delivered 40 days ago; each pushes one more out of the journal's last 50. */
+      const finishedLongAgo = (count: number) =>
+        sql`INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, status, finished_at)
+            SELECT ${schoolId}, ${sub.id}, ${first?.event_id ?? 0}, 'lead.created', ${first?.id ?? 0},
+                   'delivered', now() - interval '40 days'
+            FROM generate_series(1, ${count})`.pipe(Effect.orDie)
+      const left = Effect.map(T.deliveries(schoolId), (rows) => rows.length)
+      /** Polls `left` every 100 ms until it is `n`: whether it got there within `within`. */
+      const reaches = (n: number, within: Duration.Duration) =>
+        Effect.repeat(left, { until: (count) => count === n, schedule: Schedule.spaced(Duration.millis(100)) }).pipe(
+          Effect.timeoutOption(within),
+          Effect.map(Option.isSome)
+        )
+      const statements = yield* Ref.make(0)
+      const listenerRuns = yield* Ref.make(0)
+      const counted: DeliveryQueue["Service"] = {
+        ...queue,
+        purge: (options) => Effect.tap(queue.purge(options), () => Ref.update(statements, (n) => n + 1))
+      }
+      // The dispatcher's interval of a minute; its first run 2 s from now.
+      yield* Effect.forkScoped(Purge.run({
+        queue: counted,
+        outage: yield* Outage.make,
+        retention: Duration.days(30),
+        every: Duration.minutes(1),
+        soon: Duration.seconds(1),
+        removeStaleListeners: Effect.as(Ref.update(listenerRuns, (n) => n + 1), 0)
+      }))
+      // 50 past the retention every 200 ms for 5 s, the journal's last 50 among them: the first run
+      // purges what came before it; the rest come after it, each a run a second later takes.
+      for (let i = 0; i < 25; i++) {
+        yield* finishedLongAgo(50)
+        yield* Effect.sleep(Duration.millis(200))
+      }
+      assert.isTrue(
+        yield* reaches(51, Duration.seconds(4)),
+        "what came after the first run is gone within seconds (a run a minute would leave it for a minute)"
+      )
+      // Nothing more to find: one run finds nothing, and the next waits the full minute.
+      yield* Effect.sleep(Duration.millis(2_500))
+      const settled = yield* Ref.get(statements)
+      yield* Effect.sleep(Duration.millis(2_500))
+      assert.strictEqual(yield* Ref.get(statements), settled, "no statement while there is nothing to purge")
+      assert.strictEqual(yield* Ref.get(listenerRuns), 1, "the stale listeners once per interval, not once per run")
+    }).pipe(Effect.scoped))
 })

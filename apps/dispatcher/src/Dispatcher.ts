@@ -13,7 +13,8 @@
  * - Sender.ts: one attempt (sign, POST through the receiver client,
  *   libs/runtime/src/Receiver.ts; the next pause from the retry plan).
  * - Recorder.ts: the attempts' results in batches; wakes the claim.
- * - Purge.ts: old deliveries, every PURGE_INTERVAL.
+ * - Purge.ts: old deliveries, PURGE_SOON after a run that purged some,
+ *   PURGE_INTERVAL after one that purged none.
  * - ClockCheck.ts: this machine's clock against the database's, at start
  *   and every minute; attempt times come from the database's clock.
  * - Outage.ts: the database away, logged once per change of state.
@@ -68,8 +69,10 @@ export const DELIVERY_RETENTION = SettingKinds.make("DELIVERY_RETENTION", Settin
 
 /** The safety-net poll. */
 const POLL_INTERVAL = Duration.seconds(1)
-/** How often the purge runs. */
+/** The purge's pause after a run that purged nothing (and the stale listeners' period). */
 const PURGE_INTERVAL = Duration.minutes(1)
+/** The purge's pause after a run that purged something: what passes the retention waits about this long. */
+const PURGE_SOON = Duration.seconds(1)
 /** How often the clock is compared with the database's. */
 const CLOCK_INTERVAL = Duration.minutes(1)
 
@@ -183,6 +186,7 @@ const make =
       outage,
       retention: options.retention,
       every: PURGE_INTERVAL,
+      soon: PURGE_SOON,
       // Local listeners whose CLI died (libs/persistence/src/Listeners.ts); a database away is the next run's.
       ...(listeners._tag === "Some"
         ? {
