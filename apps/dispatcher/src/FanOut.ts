@@ -3,12 +3,18 @@
  * outbox events into deliveries, FAN_OUT_BATCH events per statement, the
  * next batch at once while batches come back full; then it waits for the
  * outbox's NOTIFY (LISTEN on a connection of its own) or POLL, the safety
- * net for a missed notification or a lost listen connection. A batch that
+ * net for a missed notification or a lost listen connection. Under a
+ * stream (its last batch found more than one event, and was not full),
+ * woken less than FAN_OUT_GATHER_MS after its last batch began, it waits
+ * out the rest first, so the events of those few ms go in one statement
+ * instead of a few each (docs/decisions.md "The webhook dispatcher"); a
+ * lone event, as at a trickle or after a quiet spell, goes at once. A batch that
  * made deliveries wakes the claim (`made`). Events of a disabled
  * subscription are journaled as skipped there, and counted. A batch that
  * found events is the span `Dispatcher.fanOut`, linked to the span that
  * wrote each event (docs/operations.md "Traces").
  */
+import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
@@ -20,6 +26,8 @@ import * as Signal from "@school/runtime/Signal"
 
 /** Events fanned out per statement. */
 const FAN_OUT_BATCH = 500
+/** Under a stream (the last batch found more than one event, not a full batch): the least time from one batch to the next. */
+const FAN_OUT_GATHER_MS = 10
 
 export const run = (options: {
   readonly queue: DeliveryQueue["Service"]
@@ -60,6 +68,10 @@ export const run = (options: {
       Effect.forever
     )
 
+    let lastPass = Number.NEGATIVE_INFINITY
+    /** Events the last batch found. */
+    let lastEvents = 0
+
     /** One batch; how long to wait before the next (0: at once). */
     const pass: Effect.Effect<number> = queue.fanOut(FAN_OUT_BATCH, { traceparents }).pipe(
       Tracing.workAfter("Dispatcher.fanOut", {
@@ -71,7 +83,10 @@ export const run = (options: {
         }),
         links: (fanned) => Tracing.linksTo(fanned.traceparents ?? [])
       }),
-      Effect.tap((fanned) => fanned.deliveries > 0 ? options.made : Effect.void),
+      Effect.tap((fanned) => {
+        lastEvents = fanned.events
+        return fanned.deliveries > 0 ? options.made : Effect.void
+      }),
       Effect.tap((fanned) => fanned.skipped > 0 ? Metrics.skippedDeliveries(fanned.skipped) : Effect.void),
       Effect.tap(() => outage.answered),
       Effect.map((fanned) => fanned.events === FAN_OUT_BATCH ? 0 : options.pollMs),
@@ -81,6 +96,19 @@ export const run = (options: {
       )
     )
 
+    /** A pass, after the rest of the gathering time when the last batch found a stream's worth (not one, not full). */
+    const gathered = Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const wait = lastEvents > 1 && lastEvents < FAN_OUT_BATCH ? lastPass + FAN_OUT_GATHER_MS - now : 0
+      return wait > 0 ? Effect.sleep(Duration.millis(wait)) : Effect.void
+    }).pipe(
+      Effect.andThen(Clock.currentTimeMillis),
+      Effect.flatMap((now) => {
+        lastPass = now
+        lastEvents = 0
+        return pass
+      })
+    )
+
     yield* Effect.forkScoped(listen)
-    return yield* Effect.forever(Effect.flatMap(pass, (waitMs) => waitMs === 0 ? Effect.void : notified.sleep(waitMs)))
+    return yield* Effect.forever(Effect.flatMap(gathered, (waitMs) => waitMs === 0 ? Effect.void : notified.sleep(waitMs)))
   })

@@ -2,9 +2,12 @@
  * Records what came of the attempts (DeliveryQueue `record`; docs/decisions.md
  * "Webhooks"), in batches: the attempts queue up as they end, and the queue
  * drained as a Stream hands over everything that arrived while the last
- * batch was being written (`Stream.fromQueue` takes all that is there; no
- * timer, so a lone attempt is recorded at once), RECORD_BATCH per
- * statement. A batch is
+ * batch was being written (`Stream.fromQueue` takes all that is there),
+ * RECORD_BATCH per statement. Under a stream (a batch of more than one
+ * attempt, not full) the next waits until RECORD_GATHER_MS after it began,
+ * so the attempts of those few ms go in one statement instead of a few each
+ * (docs/decisions.md "The webhook dispatcher"); a lone attempt, as at a
+ * trickle, is recorded at once and frees its lease at once. A batch is
  * retried a few times (the leases still cover it); one that still fails is
  * logged, and its deliveries go out again once their leases end (at least
  * once). Each batch recorded wakes the claim (`recorded`): leases and the
@@ -16,6 +19,7 @@
  * Each batch is the span `Dispatcher.record` (docs/operations.md "Traces").
  */
 import type * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -28,6 +32,8 @@ import type { Outage } from "./Outage.ts"
 
 /** Attempts recorded per statement, at most. */
 const RECORD_BATCH = 200
+/** Under a stream (the last batch had more than one attempt, and was not full): the least time from one batch to the next. */
+const RECORD_GATHER_MS = 5
 
 export interface Recorder {
   readonly offer: (record: AttemptRecord) => Effect.Effect<void>
@@ -70,11 +76,17 @@ export const make = (options: {
 
     const fiber = yield* Stream.fromQueue(results).pipe(
       Stream.runForEachArray((arrived) =>
-        Effect.forEach(
-          Array.from({ length: Math.ceil(arrived.length / RECORD_BATCH) }, (_, i) => arrived.slice(i * RECORD_BATCH, (i + 1) * RECORD_BATCH)),
-          recordBatch,
-          { discard: true }
-        )
+        Effect.gen(function*() {
+          const began = yield* Clock.currentTimeMillis
+          yield* Effect.forEach(
+            Array.from({ length: Math.ceil(arrived.length / RECORD_BATCH) }, (_, i) => arrived.slice(i * RECORD_BATCH, (i + 1) * RECORD_BATCH)),
+            recordBatch,
+            { discard: true }
+          )
+          const stream = arrived.length > 1 && arrived.length < RECORD_BATCH
+          const wait = stream ? began + RECORD_GATHER_MS - (yield* Clock.currentTimeMillis) : 0
+          if (wait > 0) yield* Effect.sleep(Duration.millis(wait))
+        })
       ),
       Effect.forkScoped
     )

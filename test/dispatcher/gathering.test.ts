@@ -1,0 +1,152 @@
+/**
+ * The dispatcher's fan-out and recorder gather under a steady stream
+ * (apps/dispatcher/src/FanOut.ts, Recorder.ts; docs/performance.md
+ * "Sustained dispatch"), on the TestClock with an in-memory queue (the loop's
+ * timing is what is tested; the statements themselves are tested against
+ * PostgreSQL in queue.test.ts):
+ * - a lone event is fanned out at once, and a lone attempt recorded at
+ *   once, however soon after the last batch (a trickle keeps its latency);
+ * - under a stream (the last batch had more than one), what comes in the
+ *   next few ms goes in one batch when they are over, not one batch each;
+ * - a full fan-out batch is followed by the next at once.
+ */
+import { assert, it } from "@effect/vitest"
+import { Effect, Fiber, Queue, Stream } from "effect"
+import { TestClock } from "effect/testing"
+import { type AttemptRecord, DeliveryQueue } from "@school/persistence/DeliveryQueue"
+import * as FanOut from "../../apps/dispatcher/src/FanOut.ts"
+import * as Outage from "../../apps/dispatcher/src/Outage.ts"
+import * as Recorder from "../../apps/dispatcher/src/Recorder.ts"
+
+const unused = Effect.die("not used by this test")
+
+/** A queue whose outbox is `waiting` events, fanned out `limit` at a time; each pass's count is noted. */
+const inMemory = (state: { waiting: number; readonly passes: Array<number>; readonly records: Array<number> }) =>
+  Effect.map(Queue.unbounded<void>(), (notifications) => ({
+    notify: Queue.offer(notifications, undefined),
+    queue: DeliveryQueue.of({
+      fanOut: (limit) =>
+        Effect.sync(() => {
+          const events = Math.min(limit, state.waiting)
+          state.waiting -= events
+          state.passes.push(events)
+          return { events, deliveries: events, skipped: 0 }
+        }),
+      record: (attempts) =>
+        Effect.sync(() => {
+          state.records.push(attempts.length)
+          return { recorded: attempts.length, problematic: 0, notified: 0, recovered: 0 }
+        }),
+      claim: () => unused,
+      release: () => unused,
+      nextDue: () => unused,
+      purge: () => unused,
+      databaseNow: () => unused,
+      gauges: () => unused,
+      wakeups: Effect.succeed(Stream.fromQueue(notifications))
+    })
+  }))
+
+/** Lets every fiber that can run, run (the TestClock does not move). */
+const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
+
+const attempt = (id: number): AttemptRecord => ({
+  schoolId: 1,
+  id,
+  lease: "lease",
+  attempt: 1,
+  at: new Date(0),
+  responseCode: 200,
+  error: null,
+  durationMs: 1,
+  responseBody: null,
+  outcome: "delivered",
+  pauseMs: 0
+})
+
+it.effect("the fan-out: a lone event at once; under a stream, the next few ms' events in one batch", () =>
+  Effect.gen(function*() {
+    const state = { waiting: 0, passes: new Array<number>(), records: new Array<number>() }
+    const { notify, queue } = yield* inMemory(state)
+    const outage = yield* Outage.make
+    const fiber = yield* FanOut.run({ queue, outage, pollMs: 1_000, made: Effect.void }).pipe(Effect.forkChild)
+    yield* settle
+    yield* TestClock.adjust("100 millis")
+    yield* settle
+    // The first pass at start, and the one the listen connection's start asks for (a notification may have
+    // come before it), 10 ms later: both found nothing.
+    assert.deepStrictEqual(state.passes, [0, 0])
+
+    // Long after them, one event: fanned out at once; and one more a millisecond later: at once too.
+    yield* TestClock.adjust("100 millis")
+    state.waiting += 1
+    yield* notify
+    yield* settle
+    assert.deepStrictEqual(state.passes, [0, 0, 1])
+    yield* TestClock.adjust("1 millis")
+    state.waiting += 1
+    yield* notify
+    yield* settle
+    assert.deepStrictEqual(state.passes, [0, 0, 1, 1])
+
+    // A stream: two events at once, then one a millisecond. None goes before 10 ms after the batch of two
+    // began, then all together.
+    yield* TestClock.adjust("1 millis")
+    state.waiting += 2
+    yield* notify
+    yield* settle
+    assert.deepStrictEqual(state.passes, [0, 0, 1, 1, 2])
+    for (let ms = 1; ms <= 9; ms++) {
+      yield* TestClock.adjust("1 millis")
+      state.waiting += 1
+      yield* notify
+      yield* settle
+    }
+    assert.deepStrictEqual(state.passes, [0, 0, 1, 1, 2])
+    yield* TestClock.adjust("1 millis")
+    yield* settle
+    assert.deepStrictEqual(state.passes, [0, 0, 1, 1, 2, 9])
+    yield* Fiber.interrupt(fiber)
+  }))
+
+it.effect("the fan-out: a full batch is followed by the next at once", () =>
+  Effect.gen(function*() {
+    const state = { waiting: 1_200, passes: new Array<number>(), records: new Array<number>() }
+    const { queue } = yield* inMemory(state)
+    const outage = yield* Outage.make
+    const fiber = yield* FanOut.run({ queue, outage, pollMs: 1_000, made: Effect.void }).pipe(Effect.forkChild)
+    yield* settle
+    // 500, 500 at once; the short batch of 200 comes right after them: the clock has not moved.
+    assert.deepStrictEqual(state.passes, [500, 500, 200])
+    yield* Fiber.interrupt(fiber)
+  }))
+
+it.effect("the recorder: a lone attempt at once; under a stream, the next few ms' attempts in one statement", () =>
+  Effect.gen(function*() {
+    const state = { waiting: 0, passes: new Array<number>(), records: new Array<number>() }
+    const { queue } = yield* inMemory(state)
+    const outage = yield* Outage.make
+    const recorder = yield* Recorder.make({ queue, outage, recorded: Effect.void })
+    // Lone attempts, a millisecond apart: each recorded at once.
+    yield* recorder.offer(attempt(1))
+    yield* settle
+    yield* TestClock.adjust("1 millis")
+    yield* recorder.offer(attempt(2))
+    yield* settle
+    assert.deepStrictEqual(state.records, [1, 1])
+    // A stream: two at once, then one a millisecond: together 5 ms after the batch of two began.
+    yield* TestClock.adjust("1 millis")
+    yield* recorder.offer(attempt(3))
+    yield* recorder.offer(attempt(4))
+    yield* settle
+    assert.deepStrictEqual(state.records, [1, 1, 2])
+    for (let id = 5; id <= 7; id++) {
+      yield* TestClock.adjust("1 millis")
+      yield* recorder.offer(attempt(id))
+      yield* settle
+    }
+    assert.deepStrictEqual(state.records, [1, 1, 2])
+    yield* TestClock.adjust("2 millis")
+    yield* settle
+    assert.deepStrictEqual(state.records, [1, 1, 2, 3])
+  }).pipe(Effect.scoped))
