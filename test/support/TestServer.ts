@@ -27,14 +27,12 @@
  * its cause; a test that provokes one on purpose wraps the request in
  * `expectingLogs`, which keeps those lines for its assertions instead.
  */
-import { NodeHttpServer } from "@effect/platform-node"
 import { defaultOptions, RateLimitOptions } from "@school/api/RateLimiter"
-import { AppRoutes, createApiServer } from "@school/api/Server"
+import { AppRoutes, createApiServer, listenApi, serveApi } from "@school/api/Server"
 import * as Sql from "@school/persistence/Sql"
-import * as AccessLog from "@school/runtime/AccessLog"
 import { SHUTDOWN_TIMEOUT } from "@school/runtime/Settings"
 import { ConfigProvider, Context, Effect, Layer, Logger } from "effect"
-import { HttpRouter, HttpServer } from "effect/http"
+import { HttpServer } from "effect/http"
 import { type PublicClient, type RawClient, rawClient, typedClient, type TypedClientOptions } from "./Clients.ts"
 import { type LogEntry, makeLogGate } from "./Logs.ts"
 import { TestDatabase } from "./TestDatabase.ts"
@@ -76,10 +74,10 @@ export class TestServer extends Context.Service<TestServer, {
     ).pipe(
       Layer.provide(
         // Request ids as the API process gives them; no access log (tests would print a line per request).
-        HttpRouter.serve(AppRoutes, { disableLogger: true, disableListenLog: true, middleware: AccessLog.requestIds }).pipe(
+        serveApi(AppRoutes, { accessLog: false, disableListenLog: true }).pipe(
           Layer.provideMerge(Layer.unwrap(Effect.gen(function*() {
             const shutdownTimeout = yield* SHUTDOWN_TIMEOUT
-            return NodeHttpServer.layer(() => createApiServer(shutdownTimeout), { port: 0, host: "127.0.0.1" })
+            return listenApi(createApiServer(shutdownTimeout), { port: 0, host: "127.0.0.1" })
           })))
         )
       ),

@@ -22,6 +22,12 @@
  * credential known. The address is the client's as ClientAddress.ts finds
  * it: the socket's, or X-Forwarded-For only from a proxy in `TRUST_PROXY`
  * (anyone else can send it); see docs/operations.md "Rate limits".
+ *
+ * `blockedEarly` gives the 429 case alone, before the request is routed
+ * (apps/api/src/Server.ts `EarlyRefusals`), so that a blocked client's flood
+ * costs the process as little as it costs the database. It hashes the secret
+ * only when the client is blocked, and then hands the hash to `check` of the
+ * same request: a secret is hashed once per request.
  */
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -36,6 +42,12 @@ export type FailureReason = Exclude<Errors.UnauthorizedReason, "missing_or_malfo
 export interface AuthFailureGuardOptions {
   /** The budget per client; None: the guard is off (every credential goes to the database). */
   readonly budget: Option.Option<AuthFailures.Budget>
+  /**
+   * Whether a blocked client's request is answered before it is routed
+   * (apps/api/src/Server.ts `EarlyRefusals`); false: it goes the whole way
+   * to the authentication middleware, which gives the same answer.
+   */
+  readonly answerEarly: boolean
   /** µs a failed credential is answered from memory for the client that sent it. */
   readonly rememberFailures: number
   /** Clients with a budget in use, at most; the least recently failing goes first. */
@@ -48,6 +60,7 @@ export interface AuthFailureGuardOptions {
 
 export const defaultOptions: AuthFailureGuardOptions = {
   budget: Option.some(AuthFailures.DEFAULT_BUDGET),
+  answerEarly: true,
   rememberFailures: 60_000_000,
   maxClients: 10_000,
   maxFailures: 10_000,
@@ -80,8 +93,19 @@ const touch = <V>(map: Map<string, V>, key: string, value: V, max: number) => {
 }
 
 export class AuthFailureGuard extends Context.Service<AuthFailureGuard, {
-  /** Before the lookup; `address` is the client's (ClientAddress.clientAddress). No I/O. */
-  check(address: Option.Option<string>, prefix: string, secret: string): Effect.Effect<Verdict>
+  /**
+   * Before the lookup; `address` is the client's (ClientAddress.clientAddress).
+   * `request`: the request's source (its Node message), under which
+   * `blockedEarly` may have left the secret's hash. No I/O.
+   */
+  check(address: Option.Option<string>, prefix: string, secret: string, request?: object): Effect.Effect<Verdict>
+  /**
+   * µs to wait when `check` would answer Blocked now, else undefined;
+   * `address` is asked for only while some client has failures on record.
+   * When it had to hash the secret (the client is blocked), the hash is kept
+   * for `check` of the same `request`. Synchronous, no I/O.
+   */
+  blockedEarly(address: () => Option.Option<string>, prefix: string, secret: string, request: object): number | undefined
   /** After the lookup: None when the credential authenticated (the key's own checks passed), else why not. */
   settle(lookup: Verdict & { readonly _tag: "Lookup" }, failure: Option.Option<FailureReason>): Effect.Effect<void>
 }>()("school/api/AuthFailureGuard") {
@@ -107,21 +131,52 @@ export class AuthFailureGuard extends Context.Service<AuthFailureGuard, {
         return hash !== undefined && hash.length === secretHash.length && Buffer.compare(hash, secretHash) === 0
       }
 
-      const check = (address: Option.Option<string>, prefix: string, secret: string) =>
+      /** Request (its source) → the hash `blockedEarly` computed for it, for its `check`. */
+      const hashed = new WeakMap<object, { readonly prefix: string; readonly secret: string; readonly hash: Uint8Array }>()
+
+      const hashOf = (prefix: string, secret: string, request: object | undefined) => {
+        const early = request === undefined ? undefined : hashed.get(request)
+        return early !== undefined && early.prefix === prefix && early.secret === secret ? early.hash : ApiKey.hashSecret(secret)
+      }
+
+      /** The failure this client had with this credential, while it stands (an expired one is dropped). */
+      const standingFailure = (client: string, prefix: string, secretHash: Uint8Array, now: number) => {
+        if (failures.size === 0) return undefined
+        const key = failureKey(client, prefix, secretHash)
+        const failed = failures.get(key)
+        if (failed === undefined) return undefined
+        if (failed.until > now) return failed
+        failures.delete(key)
+        return undefined
+      }
+
+      const blockedEarly = (address: () => Option.Option<string>, prefix: string, secret: string, request: object) => {
+        if (Option.isNone(options.budget) || clients.size === 0) return undefined
+        const client = AuthFailures.clientOf(Option.getOrUndefined(address()))
+        const state = clients.get(client)
+        if (state === undefined) return undefined
+        const now = nowMicros()
+        // An idle client is `check`'s to forget.
+        if (AuthFailures.isIdle(state, now)) return undefined
+        const wait = AuthFailures.wait(state, now, options.budget.value)
+        if (wait === 0) return undefined
+        // The order of `check`: a known credential, then a standing failure (Repeat), then the block.
+        const secretHash = ApiKey.hashSecret(secret)
+        // Kept even when it blocks: the caller may still send the request the whole way.
+        hashed.set(request, { prefix, secret, hash: secretHash })
+        if (isKnown(prefix, secretHash) || standingFailure(client, prefix, secretHash, now) !== undefined) return undefined
+        return wait
+      }
+
+      const check = (address: Option.Option<string>, prefix: string, secret: string, request?: object) =>
         Effect.sync((): Verdict => {
           const client = AuthFailures.clientOf(Option.getOrUndefined(address))
-          const secretHash = ApiKey.hashSecret(secret)
+          const secretHash = hashOf(prefix, secret, request)
           const lookup: Verdict = { _tag: "Lookup", client, prefix, secretHash }
           if (Option.isNone(options.budget) || isKnown(prefix, secretHash)) return lookup
           const now = nowMicros()
-          if (failures.size > 0) {
-            const key = failureKey(client, prefix, secretHash)
-            const failed = failures.get(key)
-            if (failed !== undefined) {
-              if (failed.until > now) return { _tag: "Repeat", reason: failed.reason }
-              failures.delete(key)
-            }
-          }
+          const failed = standingFailure(client, prefix, secretHash, now)
+          if (failed !== undefined) return { _tag: "Repeat", reason: failed.reason }
           const state = clients.get(client)
           if (state === undefined) return lookup
           if (AuthFailures.isIdle(state, now)) {
@@ -150,7 +205,7 @@ export class AuthFailureGuard extends Context.Service<AuthFailureGuard, {
           touch(clients, client, AuthFailures.recordFailure(state, now, options.budget.value), options.maxClients)
         })
 
-      return AuthFailureGuard.of({ check, settle })
+      return AuthFailureGuard.of({ check, blockedEarly, settle })
     })
   )
 }

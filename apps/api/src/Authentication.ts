@@ -15,14 +15,21 @@
  * instead: the same 401 for a credential this client just failed with, or
  * 429 for a client that has spent its failures; after it, the guard learns
  * what the database said.
+ *
+ * The guard's 429 is also decided before routing (`earlyRefusal`, answered
+ * by apps/api/src/Server.ts `EarlyRefusals`): the same credential, the same
+ * checks in the same order, with the same answer, for a fraction of the
+ * work; the request then never reaches this middleware.
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import type { IncomingMessage } from "node:http"
 import { ApiKey, Errors, RateLimit } from "@school/domain"
 import { Authentication, CurrentKey } from "@school/domain/api/Middleware"
+import type { Encoded } from "@school/domain/ErrorTable"
 import type { Admission } from "@school/persistence/RateLimits"
 import * as AccessLog from "@school/runtime/AccessLog"
 import { AuthFailureGuard, type FailureReason } from "./AuthFailureGuard.ts"
@@ -63,6 +70,74 @@ export const failureOf = (found: Option.Option<Admission>, secret: string): Opti
   return Option.none()
 }
 
+const BEARER = "bearer"
+
+/**
+ * The credential of `Authorization: Bearer <credential>` as the bearer
+ * middleware receives it (effect/http-api `HttpApiSecurity.bearer`): the
+ * scheme in any case, one space or more, the rest as sent; "" for anything else.
+ */
+export const bearerCredential = (authorization: string | undefined): string => {
+  if (
+    authorization === undefined || authorization.length <= BEARER.length || authorization.charCodeAt(BEARER.length) !== 32 ||
+    authorization.slice(0, BEARER.length).toLowerCase() !== BEARER
+  ) return ""
+  let start = BEARER.length + 1
+  while (authorization.charCodeAt(start) === 32) start++
+  return authorization.slice(start)
+}
+
+/** The guard's 429 as sent: the encoded `tooManyFailures`, its envelope as JSON text. */
+export interface EncodedRefusal extends Omit<Encoded, "body"> {
+  readonly body: string
+}
+
+/** Distinct waits kept at most (whole seconds, at most the guard's interval and the failures in flight). */
+const MAX_ENCODED = 64
+
+/**
+ * Decides, before routing and from Node's own message, whether the bearer
+ * middleware would answer the guard's 429 (docs/decisions.md "Rate limits"):
+ * that answer, encoded, when it would; undefined when the request must go the
+ * whole way. The same steps as the middleware, in its order: the
+ * credential's shape, no local block of the key under its prefix (that
+ * answer is the per-key 429, the middleware's), then the guard's Blocked
+ * verdict, for the address ClientAddress.ts finds (TRUST_PROXY). A client
+ * that is not blocked costs the credential's parse and a map lookup or two;
+ * the secret is hashed only for a blocked one, once (the guard keeps the hash
+ * for the middleware's `check`). The answer depends on the whole seconds of
+ * Retry-After alone: it is encoded once per value (the error's construction
+ * and encoding cost more than the rest of the refusal). A refusal is counted
+ * as the middleware counts it (`refused`).
+ */
+export const earlyRefusal = Effect.gen(function*() {
+  const limiter = yield* RateLimiter
+  const guard = yield* AuthFailureGuard
+  const trust = ClientAddress.trusted(yield* ClientAddress.TRUST_PROXY)
+  const encoded = new Map<number, EncodedRefusal>()
+  const encode = (wait: number): EncodedRefusal => {
+    const seconds = RateLimit.retryAfterSeconds(wait)
+    const found = encoded.get(seconds)
+    if (found !== undefined) return found
+    const { status, headers, body } = tooManyFailures(wait).encode()
+    const refusal = { status, headers, body: JSON.stringify(body) }
+    if (encoded.size >= MAX_ENCODED) encoded.clear()
+    encoded.set(seconds, refusal)
+    return refusal
+  }
+  return (message: IncomingMessage): EncodedRefusal | undefined => {
+    const parsed = ApiKey.parseApiKey(bearerCredential(message.headers.authorization))
+    if (Option.isNone(parsed)) return undefined
+    const { prefix, secret } = parsed.value
+    if (limiter.holdsBlock(prefix)) return undefined
+    const wait = guard.blockedEarly(() => ClientAddress.messageAddress(message, trust), prefix, secret, message)
+    return wait === undefined ? undefined : encode(wait)
+  }
+})
+
+/** What the middleware counts when it answers the guard's 429; `earlyRefusal`'s answers count the same. */
+export const refused: Effect.Effect<void> = Metrics.rateLimitRejected("auth_failures")
+
 export const AuthenticationLive = Layer.effect(
   Authentication,
   Effect.gen(function*() {
@@ -82,10 +157,10 @@ export const AuthenticationLive = Layer.effect(
           return yield* rateLimitExceeded(blocked.value)
         }
         const request = yield* HttpServerRequest.HttpServerRequest
-        const verdict = yield* guard.check(ClientAddress.clientAddress(request, trust), prefix, secret)
+        const verdict = yield* guard.check(ClientAddress.clientAddress(request, trust), prefix, secret, request.source)
         if (verdict._tag === "Repeat") return yield* Errors.unauthorized(verdict.reason)
         if (verdict._tag === "Blocked") {
-          yield* Metrics.rateLimitRejected("auth_failures")
+          yield* refused
           return yield* tooManyFailures(verdict.wait)
         }
         const found = yield* limiter.admit(prefix, secret)

@@ -13,6 +13,7 @@ import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import { AuthFailures } from "@school/domain"
 import * as SettingKinds from "@school/runtime/SettingKinds"
 import ipaddr from "ipaddr.js"
+import type { IncomingMessage } from "node:http"
 import * as Schema from "effect/Schema"
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6
@@ -66,11 +67,9 @@ const isTrustedPeer = (request: HttpServerRequest.HttpServerRequest, trust: Trus
   return Option.isSome(peer) && trust(peer.value)
 }
 
-/** The client's address as a string, before grouping; None when the socket has none. */
-export const clientAddress = (request: HttpServerRequest.HttpServerRequest, trust: Trusted): Option.Option<string> => {
-  const peer = peerOf(request)
+/** The client's address from the socket's (`peer`) and X-Forwarded-For, believed from a trusted proxy only. */
+const addressFrom = (peer: Option.Option<Address>, header: string | undefined, trust: Trusted): Option.Option<string> => {
   if (Option.isNone(peer) || !trust(peer.value)) return Option.map(peer, (address) => address.toString())
-  const header = request.headers["x-forwarded-for"]
   if (header === undefined) return Option.some(peer.value.toString())
   const hops = header.split(",")
   let nearest: Address = peer.value
@@ -83,6 +82,35 @@ export const clientAddress = (request: HttpServerRequest.HttpServerRequest, trus
   }
   return Option.some(nearest.toString())
 }
+
+/** The client's address as a string, before grouping; None when the socket has none. */
+export const clientAddress = (request: HttpServerRequest.HttpServerRequest, trust: Trusted): Option.Option<string> =>
+  addressFrom(peerOf(request), request.headers["x-forwarded-for"], trust)
+
+/**
+ * `clientAddress` of a request Effect has not wrapped yet, from Node's own
+ * message (apps/api/src/Server.ts `EarlyRefusals`): the same socket address
+ * and the same header, so the same answer.
+ */
+export const messageAddress = (message: IncomingMessage, trust: Trusted): Option.Option<string> =>
+  addressFrom(socketPeer(message.socket), headerText(message.headers["x-forwarded-for"]), trust)
+
+/** Socket → its peer's address, parsed once per connection (a keep-alive connection sends many requests). */
+const socketPeers = new WeakMap<object, Option.Option<Address>>()
+
+const socketPeer = (socket: { readonly remoteAddress?: string | undefined }): Option.Option<Address> => {
+  const known = socketPeers.get(socket)
+  if (known !== undefined) return known
+  const remote = socket.remoteAddress
+  const peer = remote === undefined ? Option.none<Address>() : parseAddress(remote)
+  // A socket that has closed has no address any more: nothing to keep.
+  if (remote !== undefined) socketPeers.set(socket, peer)
+  return peer
+}
+
+/** A header of Node's message as Effect's request has it (effect/http `Headers.fromInput`: repeats joined by ", "). */
+export const headerText = (value: string | ReadonlyArray<string> | undefined): string | undefined =>
+  typeof value === "string" || value === undefined ? value : value.join(", ")
 
 /** The client a throttle counts: `clientAddress` grouped by `AuthFailures.clientOf`. */
 export const clientKey = (request: HttpServerRequest.HttpServerRequest, trust: Trusted): string =>

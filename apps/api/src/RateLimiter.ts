@@ -87,6 +87,12 @@ interface Block {
 export class RateLimiter extends Context.Service<RateLimiter, {
   /** Some(µs to wait) when this process already knows the key with this secret is over budget. No I/O. */
   blocked(prefix: string, secret: string): Effect.Effect<Option.Option<number>>
+  /**
+   * Whether `blocked` may answer Some for this prefix (a local block under
+   * it), synchronously: what answers before routing leaves such a request to
+   * the authentication (apps/api/src/Server.ts `EarlyRefusals`). No I/O.
+   */
+  holdsBlock(prefix: string): boolean
   /** Authenticates and counts the request in one round trip; None when no key has this prefix. */
   admit(prefix: string, secret: string): Effect.Effect<Option.Option<Admission>>
   /**
@@ -237,7 +243,12 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           })
       })
 
-      return RateLimiter.of({ blocked, admit, forgetSchool: (schoolId) => Effect.sync(() => invalidate(schoolId)) })
+      return RateLimiter.of({
+        blocked,
+        holdsBlock: (prefix) => listening && blocks.has(prefix),
+        admit,
+        forgetSchool: (schoolId) => Effect.sync(() => invalidate(schoolId))
+      })
     })
   )
 

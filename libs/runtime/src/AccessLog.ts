@@ -88,29 +88,46 @@ export const middleware = (templateOf: (method: string, url: string) => string, 
       const route = templateOf(request.method, request.url)
       // A failure that reaches here has no response of ours: the server answers it (500, or 499 for a client gone).
       const status = Exit.isSuccess(exit) ? exit.value.status : HttpServerError.causeResponseStripped(exit.cause)[0].status
-      const elapsed = performance.now() - started
-      if (record !== undefined) record(context, request.method, route, status, elapsed / 1000)
-      const durationMs = Math.round(elapsed * 100) / 100
-      return Effect.logInfo(`${request.method} ${route} ${status} ${durationMs}ms`).pipe(
-        Effect.annotateLogs(
-          school.schoolId === undefined
-            ? {
-              "http.method": request.method,
-              "http.route": route,
-              "http.status": status,
-              "http.duration_ms": durationMs
-            }
-            : {
-              "http.method": request.method,
-              "http.route": route,
-              "http.status": status,
-              "http.duration_ms": durationMs,
-              school_id: school.schoolId
-            }
-        )
-      )
+      return answered(context, record, request.method, route, status, performance.now() - started, school.schoolId)
     })
   })
+
+/**
+ * The access line of one answered request, counted first in the HTTP
+ * metrics given a `record`: what `middleware` does once the response is
+ * known, for a request answered without it (apps/api/src/Server.ts answers
+ * some before routing). `elapsed` in ms.
+ */
+export const answered = (
+  context: Context.Context<never>,
+  record: HttpRecorder | undefined,
+  method: string,
+  route: string,
+  status: number,
+  elapsed: number,
+  schoolId: number | undefined
+): Effect.Effect<void> => {
+  if (record !== undefined) record(context, method, route, status, elapsed / 1000)
+  const durationMs = Math.round(elapsed * 100) / 100
+  return Effect.logInfo(`${method} ${route} ${status} ${durationMs}ms`).pipe(
+    Effect.annotateLogs(
+      schoolId === undefined
+        ? {
+          "http.method": method,
+          "http.route": route,
+          "http.status": status,
+          "http.duration_ms": durationMs
+        }
+        : {
+          "http.method": method,
+          "http.route": route,
+          "http.status": status,
+          "http.duration_ms": durationMs,
+          school_id: schoolId
+        }
+    )
+  )
+}
 
 /**
  * `serve`'s middleware that gives each request its id
