@@ -31,6 +31,42 @@ export const EVENT = "lead.created"
 export const describe = (error: unknown) => error instanceof Error ? error.message : String(error)
 export const sleep = (msDelay: number) => new Promise<void>((resolve) => setTimeout(resolve, msDelay))
 
+/** One reading of `everySecond`: the `second`-th after the start, taken `at` seconds after it. */
+export interface Sample<A> {
+  readonly second: number
+  readonly at: number
+  readonly value: A
+}
+
+/**
+ * Reads `read()` about once a second from `started` (a `performance.now()`),
+ * beside whatever the caller does meanwhile, until `stop()`, which waits for
+ * a reading under way and fails with a reading that failed (the sampling
+ * ends at it).
+ */
+export const everySecond = <A>(started: number, read: () => Promise<A>) => {
+  const samples: Array<Sample<A>> = []
+  let sampling = true
+  const done = (async () => {
+    for (let second = 1; sampling; second++) {
+      const wait = started + second * 1000 - performance.now()
+      if (wait > 0) await sleep(wait)
+      if (!sampling) break
+      const at = (performance.now() - started) / 1000
+      samples.push({ second, at, value: await read() })
+    }
+  })()
+  // Not unhandled while the caller is busy: `stop` rethrows it.
+  done.catch(() => undefined)
+  return {
+    samples,
+    stop: (): Promise<void> => {
+      sampling = false
+      return done
+    }
+  }
+}
+
 /** The payload of the n-th lead (lead.created's shape), as JSON text. */
 export const payloadText = (n: number): string =>
   JSON.stringify({ lead_id: n, name: `Bench lead ${n}`, phone: `+7900${String(n % 10_000_000).padStart(7, "0")}`, source: "website" })

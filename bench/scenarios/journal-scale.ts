@@ -310,18 +310,7 @@ export const journalScale: Scenario = {
               const left0 = await pastRetention()
               const started = performance.now()
               // The backlog about once a second, beside the inserts (its own connection of the pool).
-              const samples: Array<{ readonly at: number; readonly backlog: number }> = [{ at: 0, backlog: left0 }]
-              let sampling = true
-              const sampled = (async () => {
-                for (let s = 1; sampling; s++) {
-                  const wait = started + s * 1000 - performance.now()
-                  if (wait > 0) await Dispatch.sleep(wait)
-                  if (!sampling) break
-                  const at = (performance.now() - started) / 1000
-                  samples.push({ at, backlog: await pastRetention() })
-                }
-              })()
-              sampled.catch(() => undefined)
+              const sampler = Dispatch.everySecond(started, pastRetention)
               let inserted = 0
               try {
                 const ticks = Math.round(seconds * PURGE_TICKS)
@@ -335,9 +324,9 @@ export const journalScale: Scenario = {
                 const wait = started + seconds * 1000 - performance.now()
                 if (wait > 0) await Dispatch.sleep(wait)
               } finally {
-                sampling = false
+                await sampler.stop()
               }
-              await sampled
+              const samples = [{ at: 0, backlog: left0 }, ...sampler.samples.map((s) => ({ at: s.at, backlog: s.value }))]
               const elapsed = (performance.now() - started) / 1000
               const left = await pastRetention()
               return { inserted: inserted + left0, left, seconds: elapsed, backlog: backlogOf(samples, elapsed, left) }

@@ -143,21 +143,12 @@ export const sustainedDispatch: Scenario = {
               const seq = Dispatch.leadOf(arrival.body)
               if (seq >= 0 && seq < total && Number.isNaN(arrivedAt[seq])) arrivedAt[seq] = arrival.at
             })
-            const samples: Array<Second> = []
             const started = performance.now()
-            let sampling = true
-            const sampled = (async () => {
-              for (let s = 1; sampling; s++) {
-                const wait = started + s * 1000 - performance.now()
-                if (wait > 0) await Dispatch.sleep(wait)
-                if (!sampling) break
-                samples.push({ at: s, backlog: await backlog() })
-              }
-            })()
+            const backlogs = Dispatch.everySecond(started, backlog)
             const schoolOf = (i: number) => subscriptions[i % SCHOOLS]?.schoolId ?? 0
             const sent = await Dispatch.streamEvents({ query, total, rate: RATE, schoolOf, committed })
-            sampling = false
-            await sampled
+            await backlogs.stop()
+            const samples: Array<Second> = backlogs.samples.map((s) => ({ at: s.second, backlog: s.value }))
             await arrivals.wait(total, DRAIN_MS)
             const wall = (performance.now() - started) / 1000
             const latencies: Array<number> = []
