@@ -23,10 +23,11 @@ import * as Tracing from "@school/runtime/Tracing"
 import * as Metrics from "./Metrics.ts"
 import type { Outage } from "./Outage.ts"
 import * as Signal from "@school/runtime/Signal"
+import { gatherAfter } from "./Gathering.ts"
 
 /** Events fanned out per statement. */
 const FAN_OUT_BATCH = 500
-/** Under a stream (the last batch found more than one event, not a full batch): the least time from one batch to the next. */
+/** Under a stream (./Gathering.ts): the least time from one batch to the next. */
 const FAN_OUT_GATHER_MS = 10
 
 export const run = (options: {
@@ -97,10 +98,7 @@ export const run = (options: {
     )
 
     /** A pass, after the rest of the gathering time when the last batch found a stream's worth (not one, not full). */
-    const gathered = Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      const wait = lastEvents > 1 && lastEvents < FAN_OUT_BATCH ? lastPass + FAN_OUT_GATHER_MS - now : 0
-      return wait > 0 ? Effect.sleep(Duration.millis(wait)) : Effect.void
-    }).pipe(
+    const gathered = Effect.suspend(() => gatherAfter(lastEvents, FAN_OUT_BATCH, lastPass, FAN_OUT_GATHER_MS)).pipe(
       Effect.andThen(Clock.currentTimeMillis),
       Effect.flatMap((now) => {
         lastPass = now

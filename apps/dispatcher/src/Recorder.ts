@@ -28,11 +28,12 @@ import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import type { AttemptRecord, DeliveryQueue } from "@school/persistence/DeliveryQueue"
 import * as Tracing from "@school/runtime/Tracing"
+import { gatherAfter } from "./Gathering.ts"
 import type { Outage } from "./Outage.ts"
 
 /** Attempts recorded per statement, at most. */
 const RECORD_BATCH = 200
-/** Under a stream (the last batch had more than one attempt, and was not full): the least time from one batch to the next. */
+/** Under a stream (./Gathering.ts): the least time from one batch to the next. */
 const RECORD_GATHER_MS = 5
 
 export interface Recorder {
@@ -83,9 +84,7 @@ export const make = (options: {
             recordBatch,
             { discard: true }
           )
-          const stream = arrived.length > 1 && arrived.length < RECORD_BATCH
-          const wait = stream ? began + RECORD_GATHER_MS - (yield* Clock.currentTimeMillis) : 0
-          if (wait > 0) yield* Effect.sleep(Duration.millis(wait))
+          yield* gatherAfter(arrived.length, RECORD_BATCH, began, RECORD_GATHER_MS)
         })
       ),
       Effect.forkScoped
