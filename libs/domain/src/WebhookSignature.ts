@@ -37,17 +37,28 @@ export const deliveryBody = (options: {
     JSON.stringify(options.timestamp)
   }${options.sample === true ? `,"sample":true` : ""}}`
 
+/*
+ * Both keys are handed to `createHmac` as text with its encoding, not as a Buffer: Node 24 takes a
+ * Buffer key through a KeyObject check that costs about 9 µs a call (10.5 against 1.9 µs for a
+ * signature, two per attempt). The bytes keyed are the same: test/domain/webhook-signature.test.ts
+ * checks both signatures against independent implementations (the standardwebhooks library and a
+ * Buffer-keyed HMAC).
+ */
+
 /** `X-Service-Signature`: hex HMAC-SHA256 of the body, keyed with the secret string's UTF-8 bytes. */
 export const serviceSignature = (secret: string, body: string): string =>
-  createHmac("sha256", Buffer.from(secret, "utf8")).update(body, "utf8").digest("hex")
+  createHmac("sha256", secret, { encoding: "utf8" }).update(body, "utf8").digest("hex")
 
-/** The key Standard Webhooks signs with: the bytes the base64 after `whsec_` stands for. */
-const standardKey = (secret: string): Buffer =>
-  Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, "base64")
+/** The key Standard Webhooks signs with: the base64 after `whsec_`, whose bytes are the key. */
+const standardKey = (secret: string): string =>
+  secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret
 
 /** Standard Webhooks: `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`. */
 export const standardSignature = (secret: string, id: string, timestampSeconds: number, body: string): string =>
-  `v1,${createHmac("sha256", standardKey(secret)).update(`${id}.${timestampSeconds}.${body}`, "utf8").digest("base64")}`
+  `v1,${
+    createHmac("sha256", standardKey(secret), { encoding: "base64" }).update(`${id}.${timestampSeconds}.${body}`, "utf8")
+      .digest("base64")
+  }`
 
 /**
  * A delivery's opaque id as receivers see it (docs/decisions.md "Delivery
