@@ -34,12 +34,15 @@
  *   receiver. (Node's own `maxTotalSockets` is not used: it counts idle
  *   sockets of other receivers and never closes them to make room, so a
  *   request to a new receiver would wait for an idle time-out.)
- * - at most IDLE_PER_HOST idle sockets are kept per receiver
- *   (`maxFreeSockets`), each closed after IDLE_TIMEOUT without traffic
- *   (the agent's `timeout`, which Node applies to pooled sockets and
- *   shortens to a receiver's `Keep-Alive: timeout=` hint); a pooled socket
- *   the receiver writes to is closed by Node at once. A receiver that never
- *   closes its side holds nothing past that.
+ * - an idle socket is kept for the next request to its receiver, however
+ *   many a receiver has (`maxFreeSockets` is the bound itself): the bound
+ *   and the closing of the longest-idle socket keep them shared, and a
+ *   receiver that many schools send to (one integrator's host) reuses its
+ *   connections instead of opening one per request. Each is closed after
+ *   IDLE_TIMEOUT without traffic (the agent's `timeout`, which Node applies
+ *   to pooled sockets and shortens to a receiver's `Keep-Alive: timeout=`
+ *   hint); a pooled socket the receiver writes to is closed by Node at once.
+ *   A receiver that never closes its side holds nothing past that.
  *
  * Failures on OUR side are told apart (`Outcome.ours`, `ownFailure`): this
  * process out of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM,
@@ -73,8 +76,6 @@ import { isIP, type LookupFunction, type Socket } from "node:net"
 export const RESPONSE_BODY_LIMIT = 4096
 /** An idle connection to a receiver is closed after this long without traffic. */
 export const IDLE_TIMEOUT = Duration.seconds(15)
-/** Idle connections kept per receiver (host and port). */
-export const IDLE_PER_HOST = 2
 /** Sockets beyond the concurrency: room for idle connections while every slot is busy. */
 export const SOCKET_MARGIN = 4
 
@@ -305,7 +306,9 @@ const makePool = (bound: number, idleMs: number): Pool => {
   const agent = <A extends Http.Agent>(make: (options: Http.AgentOptions) => A): A => {
     const made = make({
       keepAlive: true,
-      maxFreeSockets: IDLE_PER_HOST,
+      // Any number per receiver: `makeRoom` keeps the total within the bound. Node's default (256) would
+      // do the same; stated, so no per-host cap closes a socket a burst is about to reuse.
+      maxFreeSockets: bound,
       // Node sets it on each socket; once pooled, a socket silent this long is destroyed.
       timeout: idleMs,
       scheduling: "lifo"
