@@ -64,6 +64,17 @@ const openLog = (logFile: string, logDir: string) =>
     catch: (error) => benchError(`cannot open ${logFile}: ${error instanceof Error ? error.message : String(error)}`)
   })
 
+/**
+ * With BENCH_CPU_PROFILE set to a directory, every process the bench starts writes a V8 CPU
+ * profile there when it stops (`<name>-….cpuprofile`), for finding where a scenario's CPU goes.
+ */
+const profileFlags = (name: string): ReadonlyArray<string> => {
+  const directory = process.env["BENCH_CPU_PROFILE"]
+  return directory === undefined || directory === ""
+    ? []
+    : ["--cpu-prof", `--cpu-prof-dir=${Path.resolve(directory)}`, `--cpu-prof-name=${name}-\${pid}.cpuprofile`]
+}
+
 /** Starts `script` on the server core; stopped when the scope closes. */
 export const start = (options: StartOptions): Effect.Effect<Started, BenchError, Scope.Scope> =>
   Effect.gen(function*() {
@@ -71,6 +82,7 @@ export const start = (options: StartOptions): Effect.Effect<Started, BenchError,
     const { command, args } = onServerCore(options.placement, [
       process.execPath,
       ...(options.nodeFlags ?? []),
+      ...profileFlags(options.name),
       options.script
     ])
     const child = yield* Effect.acquireUseRelease(
