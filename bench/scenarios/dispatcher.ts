@@ -151,8 +151,14 @@ export const dispatcher: Scenario = {
       const n = DELIVERIES_PER_ROUND_SECOND * context.settings.roundSeconds
       claimRounds.clear()
       const receivers = yield* Dispatch.startReceivers
+      // The harness's connections are kept for the whole run (pg closes idle ones after 10 s by default):
+      // they sat idle through the throughput targets and were opened again at the start of each latency
+      // round, and eight new backends starting on PostgreSQL's core delayed the dispatcher's statements
+      // (bench/README.md "The `dispatcher` scenario": the load generator is not what is measured).
       const pool = yield* Effect.acquireRelease(
-        Effect.sync(() => new pg.Pool({ connectionString: context.db.url, max: 8, application_name: "school-bench-dispatcher" })),
+        Effect.sync(() =>
+          new pg.Pool({ connectionString: context.db.url, max: 8, idleTimeoutMillis: 0, application_name: "school-bench-dispatcher" })
+        ),
         (p) => Effect.promise(() => p.end())
       )
       const query: Dispatch.Query = <R extends pg.QueryResultRow>(text: string, values: ReadonlyArray<unknown> = []) =>
