@@ -17,9 +17,10 @@
  *
  * To look inside a rung: BENCH_LADDER_RUNGS=authentication,database measures
  * only those rungs (the API process still starts, as its answer is the page
- * the others serve), and BENCH_CPU_PROFILE_DIR=/tmp/prof runs every rung with
- * `--cpu-prof` into that directory (a profile per process, written when the
- * scenario stops it; the rounds then cost more CPU than unprofiled ones).
+ * the others serve), and BENCH_CPU_PROFILE=/tmp/prof (bench/lib/Processes.ts)
+ * runs every rung with `--cpu-prof` into that directory (a profile per
+ * process, named by its rung and written when the scenario stops it; the
+ * rounds then cost more CPU than unprofiled ones).
  */
 import { Duration, Effect } from "effect"
 import { freePort } from "@school/runtime/Ports"
@@ -184,13 +185,7 @@ export const ladder: Scenario = {
       const load = { paths: [PATH], keys: data.keys }
       const api = scriptCommand("start:api")
       // Every rung runs with the API's Node flags (its GC settings) and the probe.
-      const profileDir = process.env["BENCH_CPU_PROFILE_DIR"]
-      const nodeFlags = [
-        ...api.nodeFlags,
-        "--import",
-        HEAP_PROBE,
-        ...(profileDir === undefined || profileDir === "" ? [] : ["--cpu-prof", `--cpu-prof-dir=${profileDir}`])
-      ]
+      const nodeFlags = [...api.nodeFlags, "--import", HEAP_PROBE]
       const only = (process.env["BENCH_LADDER_RUNGS"] ?? "").split(",").map((name) => name.trim()).filter((name) => name !== "")
       const unknown = only.filter((name) => !RUNGS.some((rung) => rung.name === name))
       if (unknown.length > 0) return yield* benchError(`BENCH_LADDER_RUNGS: no rung ${unknown.join(", ")}`)
