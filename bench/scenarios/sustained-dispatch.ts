@@ -139,11 +139,14 @@ export const sustainedDispatch: Scenario = {
        * (ANALYZE): on tables just emptied, the dispatcher's prepared statements get generic plans made
        * for an empty table (sequential scans), and PostgreSQL keeps them until the table is analyzed,
        * which a 60-s round on a busy core does not reach; the record statement then went from 3.5 to
-       * 14 ms a call as the table grew (bench/README.md "The `sustained-dispatch` scenario").
+       * 14 ms a call as the table grew (bench/README.md "The `sustained-dispatch` scenario (`--full`)").
        */
       let emptied = false
       const prepare = async () => {
-        if (emptied) return void (await query("ANALYZE webhook_deliveries, webhook_attempts, outbox_events"))
+        if (emptied) {
+          await query("ANALYZE webhook_deliveries, webhook_attempts, outbox_events")
+          return
+        }
         await Dispatch.clean(query)
         emptied = true
       }
