@@ -4,14 +4,15 @@
  * test runs the sources. Built here from this checkout, then:
  * - each bundle holds everything its process imports, our modules and the packages alike: what
  *   it imports is Node's builtins and its own lazy chunks, files beside it; no comment is left
- *   but licence notices, and the text is ASCII (docs/decisions.md "Compiled processes");
+ *   but licence notices, and the text is ASCII (docs/decisions.md "Compiled processes"); the
+ *   licences of the packages it carries lie beside it;
  * - the bundled API serves what reaches a file or a lazy import at run time: a public list, its
  *   OpenAPI document, the reference page (Scalar, loaded on its first request), the back-office
  *   panel's files (found through apps/api/package.json "./panel/*"); SIGTERM exits 0;
  * - the bundled dispatcher becomes ready, delivers nothing wrong, and exits 0 on SIGTERM.
  */
 import { assert, layer } from "@effect/vitest"
-import { BUNDLES, buildBundles } from "@school/cli/build"
+import { BUNDLES, buildBundles, LICENSES_FILE } from "@school/cli/build"
 import { seedDemo } from "@school/persistence/DemoSeed"
 import { hashPassword } from "@school/runtime/Passwords"
 import { freePort } from "@school/runtime/Ports"
@@ -64,6 +65,15 @@ layer(TestDatabase.layer, { excludeTestServices: true })("the production bundles
         for (const planted of ["effect/Schema", "@school/domain/Ids", "../src/main.ts"]) {
           assert.isFalse(planted.startsWith("node:") || builtins.has(planted) || (planted.startsWith("./") && files.includes(planted.slice(2))), planted)
         }
+      }
+      // The licences of what they carry, beside them: effect's (in both) and ws's (the API's WebSocket support).
+      const versionOf = (name: string): string =>
+        (JSON.parse(Fs.readFileSync(Path.join(repoRoot, "node_modules", name, "package.json"), "utf8")) as { version: string }).version
+      for (const [bundle, names] of [[BUNDLES[0], ["effect", "@effect/platform-node", "@effect/sql-pg", "ipaddr.js", "ws"]], [BUNDLES[1], ["effect", "@effect/sql-pg"]]] as const) {
+        const licenses = Fs.readFileSync(Path.join(repoRoot, bundle.dir, LICENSES_FILE), "utf8")
+        for (const name of names) assert.include(licenses, `${name}@${versionOf(name)} (MIT)\n`, `${bundle.dir}: ${name}`)
+        assert.include(licenses, "Permission is hereby granted, free of charge", bundle.dir)
+        assert.notInclude(licenses, "@school/", bundle.dir)
       }
       // The API's one lazy import, Scalar's page (effect's httpApiScalar), is a chunk of its own.
       assert.isTrue(

@@ -11,7 +11,9 @@
  * each, as from node_modules), without comments, in ASCII (a single character beyond it makes
  * V8 keep the whole text at two bytes a character); only Node's builtins stay imports. What
  * is imported lazily (`import()`: effect's Scalar page, built on its first request) stays lazy,
- * a chunk beside `main.js`.
+ * a chunk beside `main.js`. Beside them, `THIRD_PARTY_LICENSES.txt`: every package the bundle
+ * carries, its version and its licence text, since the comments that held notices are gone and a
+ * bundle may be copied without node_modules (`thirdPartyLicenses`).
  *
  * `npm run start:api` and `npm run start:dispatcher` build first (their `pre` scripts), the
  * bench builds before it starts anything, and the image builds in a stage of its own. `npm start`
@@ -19,6 +21,7 @@
  */
 import * as Fs from "node:fs"
 import { builtinModules } from "node:module"
+import * as Path from "node:path"
 import { build as rolldown } from "rolldown"
 import { fileURLToPath } from "node:url"
 
@@ -35,13 +38,46 @@ const REPO_ROOT = at("../../../")
 /** Everything goes into the bundle but Node's builtins. */
 const isExternal = (id: string): boolean => id.startsWith("node:") || builtinModules.includes(id)
 
+/** The licence file written beside each bundle. */
+export const LICENSES_FILE = "THIRD_PARTY_LICENSES.txt"
+
+/** The package directory (under a node_modules) a bundled module comes from, or undefined for ours. */
+const packageDirOf = (moduleId: string): string | undefined => {
+  const at = moduleId.lastIndexOf("/node_modules/")
+  if (at < 0) return undefined
+  const rest = moduleId.slice(at + "/node_modules/".length).split("/")
+  const name = rest[0]?.startsWith("@") ? rest.slice(0, 2).join("/") : rest[0]
+  return name === undefined ? undefined : moduleId.slice(0, at + "/node_modules/".length) + name
+}
+
+/**
+ * Every package among `moduleIds`: name, version, the licence its package.json names, and its
+ * LICENSE file's text (or a line saying there is none), sorted by name.
+ */
+const thirdPartyLicenses = (moduleIds: ReadonlyArray<string>): string => {
+  const dirs = [...new Set(moduleIds.flatMap((id) => packageDirOf(id) ?? []))]
+  const entries = dirs.map((dir) => {
+    const manifest = JSON.parse(Fs.readFileSync(Path.join(dir, "package.json"), "utf8")) as {
+      readonly name: string
+      readonly version: string
+      readonly license?: string
+    }
+    const file = Fs.readdirSync(dir).find((name) => /^(licen[cs]e|copying)(\.|$)/i.test(name))
+    const text = file === undefined
+      ? `(no licence file in the package; package.json says ${manifest.license ?? "nothing"})`
+      : Fs.readFileSync(Path.join(dir, file), "utf8").trim()
+    return { title: `${manifest.name}@${manifest.version} (${manifest.license ?? "no licence named"})`, text }
+  }).sort((a, b) => a.title.localeCompare(b.title))
+  return entries.map((entry) => `${entry.title}\n${"-".repeat(entry.title.length)}\n${entry.text}\n`).join("\n")
+}
+
 /** Builds every bundle; resolves with how long it took. */
 export const buildBundles = async (): Promise<number> => {
   const started = performance.now()
   for (const bundle of BUNDLES) {
     // A lazy chunk's name carries its content's hash: the last build's chunks go, not pile up.
     Fs.rmSync(REPO_ROOT + bundle.dir, { recursive: true, force: true })
-    await rolldown({
+    const built = await rolldown({
       input: REPO_ROOT + bundle.entry,
       platform: "node",
       external: isExternal,
@@ -62,6 +98,8 @@ export const buildBundles = async (): Promise<number> => {
         sourcemap: true
       }
     })
+    const moduleIds = built.output.flatMap((file) => file.type === "chunk" ? file.moduleIds : [])
+    Fs.writeFileSync(Path.join(REPO_ROOT, bundle.dir, LICENSES_FILE), thirdPartyLicenses(moduleIds))
   }
   return performance.now() - started
 }
