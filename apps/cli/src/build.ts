@@ -12,8 +12,8 @@
  * V8 keep the whole text at two bytes a character); only Node's builtins stay imports. What
  * is imported lazily (`import()`: effect's Scalar page, built on its first request) stays lazy,
  * a chunk beside `main.js`. Beside them, `THIRD_PARTY_LICENSES.txt`: every package the bundle
- * carries, its version and its licence text, since the comments that held notices are gone and a
- * bundle may be copied without node_modules (`thirdPartyLicenses`).
+ * carries, its version and its licence text, since the comments that held notices are gone and
+ * what runs is the bundle, not the packages' own files (`thirdPartyLicenses`).
  *
  * `npm run start:api` and `npm run start:dispatcher` build first (their `pre` scripts), the
  * bench builds before it starts anything, and the image builds in a stage of its own. `npm start`
