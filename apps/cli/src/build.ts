@@ -27,10 +27,17 @@ import { fileURLToPath } from "node:url"
 
 const at = (relative: string) => fileURLToPath(new URL(relative, import.meta.url))
 
-/** The processes that run bundled: their entry point and the bundle, from the repository root. */
+/** The file each bundle's process starts from, in its `dist/`. */
+const MAIN_FILE = "main.js"
+
+/** A process that runs bundled: its entry point, its `dist/` and the bundle's main file, from the repository root. */
+const bundled = <const Dir extends string>(name: string, entry: string, dir: Dir) =>
+  ({ name, entry, dir, output: `${dir}/${MAIN_FILE}` as const })
+
+/** The processes that run bundled. */
 export const BUNDLES = [
-  { name: "api", entry: "apps/api/src/main.ts", dir: "apps/api/dist", output: "apps/api/dist/main.js" },
-  { name: "dispatcher", entry: "apps/dispatcher/src/main.ts", dir: "apps/dispatcher/dist", output: "apps/dispatcher/dist/main.js" }
+  bundled("api", "apps/api/src/main.ts", "apps/api/dist"),
+  bundled("dispatcher", "apps/dispatcher/src/main.ts", "apps/dispatcher/dist")
 ] as const
 
 const REPO_ROOT = at("../../../")
@@ -43,11 +50,13 @@ export const LICENSES_FILE = "THIRD_PARTY_LICENSES.txt"
 
 /** The package directory (under a node_modules) a bundled module comes from, or undefined for ours. */
 const packageDirOf = (moduleId: string): string | undefined => {
-  const at = moduleId.lastIndexOf("/node_modules/")
+  const marker = "/node_modules/"
+  const at = moduleId.lastIndexOf(marker)
   if (at < 0) return undefined
-  const rest = moduleId.slice(at + "/node_modules/".length).split("/")
+  const base = moduleId.slice(0, at + marker.length)
+  const rest = moduleId.slice(base.length).split("/")
   const name = rest[0]?.startsWith("@") ? rest.slice(0, 2).join("/") : rest[0]
-  return name === undefined ? undefined : moduleId.slice(0, at + "/node_modules/".length) + name
+  return name === undefined ? undefined : base + name
 }
 
 /**
@@ -88,7 +97,7 @@ export const buildBundles = async (): Promise<number> => {
       },
       output: {
         dir: REPO_ROOT + bundle.dir,
-        entryFileNames: "main.js",
+        entryFileNames: MAIN_FILE,
         chunkFileNames: "[name]-[hash].js",
         format: "esm",
         // Licence notices stay; documentation and annotations go.
