@@ -2,7 +2,7 @@
 # picks the process (docs/operations.md "Container image"):
 #   node --max-semi-space-size=4 --heap-growing-percent=30 apps/api/dist/main.js   the API on PORT (the default command)
 #   node --max-semi-space-size=8 --heap-growing-percent=50 apps/dispatcher/dist/main.js   the webhook dispatcher, its health routes on DISPATCHER_PORT
-# (the flags: libs/runtime/src/NodeFlags.ts)
+# (the flags, and MALLOC_ARENA_MAX in the final stage's ENV: libs/runtime/src/NodeFlags.ts)
 #   node apps/cli/src/migrate.ts       applies the pending migrations to DATABASE_URL and exits
 #   node apps/cli/src/main.ts …        the operator CLI against DATABASE_URL (schools create, keys create…)
 # The API and the dispatcher run as bundles of plain JavaScript, built in a stage of their own
@@ -41,9 +41,10 @@ RUN node apps/cli/src/build.ts
 # Stage 3: what runs. The files belong to root; the processes run as the unprivileged `node` user
 # of the base image and write nothing (logs go to stderr). NODE_ENV=production: the API and the
 # dispatcher refuse to start without WEBHOOK_SECRET_KEY (docs/operations.md "Settings").
+# MALLOC_ARENA_MAX=2: glibc's malloc arenas, read at process start (libs/runtime/src/NodeFlags.ts).
 FROM node:24-slim
 WORKDIR /app
-ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 DISPATCHER_PORT=3001 LOG_FORMAT=json
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 DISPATCHER_PORT=3001 LOG_FORMAT=json MALLOC_ARENA_MAX=2
 COPY package.json ./
 COPY --from=dependencies /app/node_modules node_modules
 COPY libs libs

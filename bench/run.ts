@@ -149,7 +149,7 @@ const program = Effect.gen(function*() {
       api: (env) =>
         serverWith(apiCommand.nodeFlags, 200)("api", apiCommand.main, {
           readyPath: "/health/ready",
-          ...(env === undefined ? {} : { env })
+          env: { ...apiCommand.env, ...env }
         }),
       server: (name, script, options) => serverWith(options?.nodeFlags ?? [])(name, script, options),
       loop: (name, script, env) =>

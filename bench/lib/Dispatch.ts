@@ -213,6 +213,7 @@ export const startDispatcher = (
       placement: context.placement,
       logDir: Path.join(RESULTS_DIR, "logs"),
       env: {
+        ...command.env,
         DATABASE_URL: context.db.url,
         DISPATCHER_PORT: String(port),
         DISPATCHER_CONCURRENCY: String(CONCURRENCY),

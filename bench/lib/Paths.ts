@@ -20,16 +20,26 @@ export const HEAP_PROBE = at("./HeapProbe.ts")
 export const RESULTS_DIR = at("../results/")
 
 /**
- * How an npm script starts its process (`[exec] node <flags> <main>`): the flags and the entry
- * point, absolute. The bench runs a process the way `npm run <script>` (and the container) runs
- * it; a script of another shape is an error, not a silent run without its flags.
+ * How an npm script starts its process (`[exec] [env NAME=value…] node <flags> <main>`): the
+ * environment it sets, the flags and the entry point, absolute. The bench runs a process the way
+ * `npm run <script>` (and the container) runs it; a script of another shape is an error, not a
+ * silent run without its flags or environment.
  */
-export const scriptCommand = (script: string): { readonly nodeFlags: ReadonlyArray<string>; readonly main: string } => {
+export const scriptCommand = (script: string): {
+  readonly env: Readonly<Record<string, string>>
+  readonly nodeFlags: ReadonlyArray<string>
+  readonly main: string
+} => {
   const scripts: Record<string, string> = JSON.parse(readFileSync(PACKAGE_JSON, "utf8")).scripts ?? {}
-  const words = (scripts[script] ?? "").trim().split(/\s+/).filter((word) => word !== "exec")
+  const all = (scripts[script] ?? "").trim().split(/\s+/).filter((word) => word !== "exec")
+  // `env` and its NAME=value words, up to the command.
+  const commandAt = all[0] === "env" ? all.findIndex((word, i) => i > 0 && !word.includes("=")) : 0
+  const assignments = all.slice(all[0] === "env" ? 1 : 0, commandAt)
+  const words = commandAt === -1 ? [] : all.slice(commandAt)
   const mainAt = words.findIndex((word, i) => i > 0 && !word.startsWith("-"))
   if (words[0] !== "node" || mainAt !== words.length - 1) {
-    throw new Error(`package.json script "${script}" is not "[exec] node <flags> <main>": ${scripts[script]}`)
+    throw new Error(`package.json script "${script}" is not "[exec] [env NAME=value…] node <flags> <main>": ${scripts[script]}`)
   }
-  return { nodeFlags: words.slice(1, mainAt), main: at(`../../${words[mainAt]}`) }
+  const env = Object.fromEntries(assignments.map((word) => [word.slice(0, word.indexOf("=")), word.slice(word.indexOf("=") + 1)]))
+  return { env, nodeFlags: words.slice(1, mainAt), main: at(`../../${words[mainAt]}`) }
 }

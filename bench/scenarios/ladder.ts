@@ -184,7 +184,7 @@ export const ladder: Scenario = {
       const { connections } = context.settings
       const load = { paths: [PATH], keys: data.keys }
       const api = scriptCommand("start:api")
-      // Every rung runs with the API's Node flags (its GC settings) and the probe.
+      // Every rung runs with the API's Node flags (its GC settings), its environment and the probe.
       const nodeFlags = [...api.nodeFlags, "--import", HEAP_PROBE]
       const only = (process.env["BENCH_LADDER_RUNGS"] ?? "").split(",").map((name) => name.trim()).filter((name) => name !== "")
       const unknown = only.filter((name) => !RUNGS.some((rung) => rung.name === name))
@@ -197,7 +197,7 @@ export const ladder: Scenario = {
         const server = yield* context.start.server(rung.name, api.main, {
           nodeFlags,
           readyPath: "/health/live",
-          env: { BENCH_HEAP_PORT: String(heapPort) }
+          env: { ...api.env, BENCH_HEAP_PORT: String(heapPort) }
         })
         started.set(rung.name, { server, heapPort })
       }
@@ -209,6 +209,7 @@ export const ladder: Scenario = {
         const server = yield* context.start.server(rung.name, LADDER, {
           nodeFlags,
           env: {
+            ...api.env,
             BENCH_RUNG: rung.name,
             BENCH_BODY_FILE: bodyFile,
             BENCH_SCHOOL_ID: String(data.schoolId),

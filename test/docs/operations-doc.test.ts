@@ -3,7 +3,8 @@
  * - "Settings": the table names exactly the settings the processes read
  *   (the lists each process checks at start: apps/api/src/ApiSettings.ts,
  *   apps/dispatcher/src/DispatcherSettings.ts, apps/cli/src/CliSettings.ts),
- *   plus the test-only TEST_DATABASE_URL.
+ *   plus the test-only TEST_DATABASE_URL and what the processes are started
+ *   with for the C library (libs/runtime/src/NodeFlags.ts PROCESS_ENV).
  * - "Past one database": the Citus block distributes every table of the
  *   migrated schema exactly once, each after the tables its foreign keys
  *   reference; every primary key and unique constraint holds the table's
@@ -26,6 +27,7 @@ import { freePort } from "@school/runtime/Ports"
 import { ApiSettings } from "@school/api/ApiSettings"
 import { CliSettings } from "@school/cli/CliSettings"
 import { DispatcherSettings } from "@school/dispatcher/DispatcherSettings"
+import { PROCESS_ENV } from "@school/runtime/NodeFlags"
 import { startApi, startDispatcher } from "../support/Processes.ts"
 import { TestDatabase } from "../support/TestDatabase.ts"
 
@@ -45,6 +47,8 @@ const blocks = (text: string, kind: string): ReadonlyArray<string> =>
 
 /** Settings read by tests only, documented in the same table. */
 const TEST_ONLY = ["TEST_DATABASE_URL"]
+/** Read by glibc at process start, not by the processes' code; documented in the same table. */
+const C_LIBRARY = Object.keys(PROCESS_ENV)
 
 describe("docs/operations.md \"Settings\"", () => {
   it.effect("the table names every setting the processes read, and nothing else", () =>
@@ -55,7 +59,7 @@ describe("docs/operations.md \"Settings\"", () => {
         [...table.matchAll(/^\| `([A-Z_]+)`(?: \/ `([A-Z_]+)`)? \|/gmu)].flatMap((m) => [m[1], m[2]].filter((n) => n !== undefined))
       )
       assert.isAbove(asked.size, 10)
-      assert.deepStrictEqual([...documented].sort(), [...asked, ...TEST_ONLY].sort())
+      assert.deepStrictEqual([...documented].sort(), [...asked, ...TEST_ONLY, ...C_LIBRARY].sort())
     }))
 })
 

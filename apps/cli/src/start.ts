@@ -32,7 +32,7 @@ import * as Sql from "@school/persistence/Sql"
 import * as ChildProcesses from "@school/runtime/ChildProcesses"
 import { checkConnection, DatabaseStartError, describeUrl } from "@school/runtime/DatabaseConnection"
 import * as Listening from "@school/runtime/Listening"
-import { NODE_FLAGS } from "@school/runtime/NodeFlags"
+import { NODE_FLAGS, PROCESS_ENV } from "@school/runtime/NodeFlags"
 import { isVerbose, type LogFormat } from "@school/runtime/Logging"
 import { runMain } from "@school/runtime/Main"
 import { hashPassword } from "@school/runtime/Passwords"
@@ -252,7 +252,7 @@ const startChild = (name: keyof typeof NODE_FLAGS, path: string, env: NodeJS.Pro
       name,
       command: process.execPath,
       args: [...NODE_FLAGS[name], path],
-      env,
+      env: { ...env, ...PROCESS_ENV },
       processGroup: true,
       ipc: true,
       stdout: forwardTo(process.stdout, prefix),
