@@ -1,5 +1,5 @@
 -- The schema as the migrations in libs/persistence/src/migrations build it:
--- 0001_core, 0100_writes, 0200_rate_limits, 0300_row_counts, 0400_idempotency_owner, 0500_sessions, 0510_back_office, 0540_attendance_first_attended, 0600_dispatcher, 0700_fair_delivery, 0800_outbox_traceparent, 0900_employee_disabled, 1000_login_throttle, 1100_webhook_listeners, 1200_delivery_writes.
+-- 0001_core, 0100_writes, 0200_rate_limits, 0300_row_counts, 0400_idempotency_owner, 0500_sessions, 0510_back_office, 0540_attendance_first_attended, 0600_dispatcher, 0700_fair_delivery, 0800_outbox_traceparent, 0900_employee_disabled, 1000_login_throttle, 1100_webhook_listeners, 1200_delivery_writes, 1300_delivery_event_key.
 -- Written by test/persistence/schemaFile.test.ts from the catalog; do not edit.
 -- After a new migration: UPDATE_SCHEMA=1 npx vitest run test/persistence/schemaFile.test.ts
 
@@ -448,18 +448,19 @@ CREATE TABLE webhook_deliveries (
   created_at timestamp with time zone DEFAULT now() NOT NULL,
   public_id text DEFAULT ('msg_'::text || replace((gen_random_uuid())::text, '-'::text, ''::text)) NOT NULL,
   postponements smallint DEFAULT 0 NOT NULL,
+  resend_key bigint DEFAULT 0 NOT NULL,
   CONSTRAINT webhook_deliveries_pkey PRIMARY KEY (school_id, id),
   CONSTRAINT webhook_deliveries_attempts_check CHECK ((attempts >= 0)),
   CONSTRAINT webhook_deliveries_check CHECK (((status = 'pending'::text) = (finished_at IS NULL))),
   CONSTRAINT webhook_deliveries_postponements_check CHECK ((postponements >= 0)),
+  CONSTRAINT webhook_deliveries_resend_key_check CHECK ((resend_key >= 0)),
   CONSTRAINT webhook_deliveries_school_id_event_id_fkey FOREIGN KEY (school_id, event_id) REFERENCES outbox_events(school_id, id),
   CONSTRAINT webhook_deliveries_school_id_resend_of_fkey FOREIGN KEY (school_id, resend_of) REFERENCES webhook_deliveries(school_id, id) ON DELETE SET NULL (resend_of),
   CONSTRAINT webhook_deliveries_school_id_subscription_id_fkey FOREIGN KEY (school_id, subscription_id) REFERENCES webhook_subscriptions(school_id, id),
   CONSTRAINT webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text, 'skipped'::text])))
 );
-CREATE INDEX webhook_deliveries_event ON webhook_deliveries USING btree (school_id, event_id);
+CREATE UNIQUE INDEX webhook_deliveries_event_key ON webhook_deliveries USING btree (school_id, event_id, subscription_id, resend_key);
 CREATE INDEX webhook_deliveries_failed ON webhook_deliveries USING btree (school_id, subscription_id, finished_at) WHERE (status = 'failed'::text);
-CREATE UNIQUE INDEX webhook_deliveries_fan_out ON webhook_deliveries USING btree (school_id, event_id, subscription_id) WHERE (resend_of IS NULL);
 CREATE INDEX webhook_deliveries_finished ON webhook_deliveries USING btree (finished_at) WHERE (status <> 'pending'::text);
 CREATE INDEX webhook_deliveries_journal ON webhook_deliveries USING btree (school_id, subscription_id, id DESC);
 CREATE INDEX webhook_deliveries_leased ON webhook_deliveries USING btree (school_id, subscription_id) WHERE (lease_until IS NOT NULL);
@@ -715,3 +716,7 @@ AS $function$
      END IF;
      RETURN NEW;
    END $function$;
+
+-- Sequences
+
+CREATE SEQUENCE webhook_deliveries_resend_key;

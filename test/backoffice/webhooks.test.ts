@@ -165,12 +165,13 @@ const insertDelivery = (schoolId: number, subscriptionId: number, eventId: numbe
     const finishedAt = row.finishedAt === undefined ? (status === "pending" ? null : "2026-01-01T00:00:00Z") : row.finishedAt
     const rows = yield* sql<{ id: number }>`
       INSERT INTO webhook_deliveries (school_id, id, subscription_id, event_id, event, body, status, attempts,
-                                      response_code, last_attempt_at, finished_at, created_at, resend_of)
+                                      response_code, last_attempt_at, finished_at, created_at, resend_of, resend_key)
       VALUES (${schoolId}, coalesce(${row.id ?? null}::int8, nextval(pg_get_serial_sequence('webhook_deliveries', 'id'))),
               ${subscriptionId}, ${eventId}, 'student.created', ${row.body ?? null}::text, ${status},
               ${row.attempts ?? 0}, ${row.responseCode ?? null}::int2,
               ${(row.attempts ?? 0) > 0 ? "2026-01-01T00:00:00Z" : null}::timestamptz,
-              ${finishedAt}::timestamptz, coalesce(${row.createdAt ?? null}::timestamptz, now()), ${row.resendOf ?? null}::int8)
+              ${finishedAt}::timestamptz, coalesce(${row.createdAt ?? null}::timestamptz, now()), ${row.resendOf ?? null}::int8,
+              CASE WHEN ${row.resendOf ?? null}::int8 IS NULL THEN 0 ELSE nextval('webhook_deliveries_resend_key') END)
       RETURNING id::float8 AS id`
     return rows[0]?.id ?? 0
   }).pipe(Effect.orDie)

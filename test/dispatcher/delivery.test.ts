@@ -195,8 +195,8 @@ layer(TestDatabase.layer, { excludeTestServices: true })("the dispatcher deliver
       receiver.setBehaviour(() => ok)
       // What the back office's resend writes (libs/persistence/src/Webhooks.ts).
       yield* sql`
-        INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, body)
-        SELECT school_id, subscription_id, event_id, event, id, body FROM webhook_deliveries
+        INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, resend_key, body)
+        SELECT school_id, subscription_id, event_id, event, id, nextval('webhook_deliveries_resend_key'), body FROM webhook_deliveries
         WHERE school_id = ${schoolId} AND id = ${failed?.id ?? 0}`
       const rows = yield* T.eventually("resent", T.deliveries(schoolId), (rows) => rows[1]?.status === "delivered")
       assert.strictEqual(rows[1]?.resend_of, failed?.id)

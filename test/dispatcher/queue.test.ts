@@ -6,7 +6,8 @@
  *   disabled one's journaled as `skipped`), `webhook.test` to its one
  *   subscription, idempotent (a delivery already there, as after a crash
  *   between insert and mark, is not made twice), an event nobody takes
- *   deleted;
+ *   deleted; the unique index refuses a second fan-out delivery of an event
+ *   to a subscription and takes any number of resends;
  * - the claim: the per-subscription cap counts live leases, due time first
  *   (a retry due long ago before the first attempts made after it),
  *   disabled subscriptions wait, an expired lease is taken over, a lease
@@ -76,6 +77,41 @@ layer(Env, { excludeTestServices: true })("the delivery queue", (it) => {
       assert.deepStrictEqual(events.map((e) => [e.id, e.fanned]), [[String(lead), true], [test?.id, true]])
       assert.isFalse(events.some((e) => e.id === orphan?.id), "an event no subscription takes is gone")
       assert.deepStrictEqual(yield* queue.fanOut(500), { events: 0, deliveries: 0, skipped: 0 })
+      yield* settle(schoolId)
+    }))
+
+  it.effect("one delivery of an event per subscription from the fan-out, any number of resends (resend_key)", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const queue = yield* DeliveryQueue
+      const { schoolId } = yield* T.school("Event key school")
+      const sub = yield* T.subscription(schoolId, "http://127.0.0.1:9/k", ["lead.created"])
+      yield* T.leads(schoolId, 1)
+      yield* queue.fanOut(500)
+      const [first] = yield* T.deliveries(schoolId)
+      // A second fan-out row of the same event and subscription: the unique index refuses it.
+      const twice = yield* sql`INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event)
+                               VALUES (${schoolId}, ${sub.id}, ${first?.event_id ?? 0}, 'lead.created')`.pipe(Effect.flip)
+      assert.deepStrictEqual(
+        twice.reason._tag === "UniqueViolation" ? twice.reason.constraint : twice.reason._tag,
+        "webhook_deliveries_event_key"
+      )
+      // Two resends of it, as the back office writes them: each its own key.
+      const resend = sql`INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, resend_key)
+                         VALUES (${schoolId}, ${sub.id}, ${first?.event_id ?? 0}, 'lead.created', ${first?.id ?? 0},
+                                 nextval('webhook_deliveries_resend_key'))`
+      yield* resend
+      yield* resend
+      const keys = yield* sql<{ resend_of: string | null; resend_key: string }>`
+        SELECT resend_of::text AS resend_of, resend_key::text AS resend_key FROM webhook_deliveries
+        WHERE school_id = ${schoolId} ORDER BY id`
+      assert.strictEqual(keys.length, 3)
+      assert.deepStrictEqual(keys.map((k) => k.resend_of), [null, String(first?.id), String(first?.id)])
+      assert.strictEqual(keys[0]?.resend_key, "0")
+      assert.strictEqual(new Set(keys.map((k) => k.resend_key)).size, 3, "each resend has a key of its own, none 0")
+      // Were the delivery they name ever gone (ON DELETE SET NULL), the resends would still be two resends.
+      yield* sql`UPDATE webhook_deliveries SET resend_of = NULL WHERE school_id = ${schoolId} AND resend_of IS NOT NULL`
+      assert.strictEqual((yield* T.deliveries(schoolId)).length, 3)
       yield* settle(schoolId)
     }))
 
@@ -213,9 +249,9 @@ layer(Env, { excludeTestServices: true })("the delivery queue", (it) => {
                  WHERE school_id = ${schoolId}`
       const rows = yield* T.deliveries(schoolId)
       const oldest = rows[0]
-      yield* sql`INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, status, finished_at)
+      yield* sql`INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, resend_key, status, finished_at)
                  VALUES (${schoolId}, ${sub.id}, ${oldest?.event_id ?? 0}, 'lead.created', ${oldest?.id ?? 0},
-                         'delivered', now() - interval '7 days')`
+                         nextval('webhook_deliveries_resend_key'), 'delivered', now() - interval '7 days')`
       const purged = yield* queue.purge({ retentionMs: 30 * 86_400_000, keep: 50, batch: 500 })
       // 61 deliveries, the last 50 kept, the oldest kept for its resend: 10 purged, with their 10 events.
       assert.deepStrictEqual(purged, { deliveries: 10, events: 10 })
@@ -240,9 +276,9 @@ layer(Env, { excludeTestServices: true })("the delivery queue", (it) => {
       yield* queue.fanOut(500)
       const [first] = yield* T.deliveries(schoolId)
       // 1 300 resends of it, delivered 40 days ago: 1 250 past the journal's last 50 (the first stays, named by them).
-      yield* sql`INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, status, finished_at)
+      yield* sql`INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, resend_key, status, finished_at)
                  SELECT ${schoolId}, ${sub.id}, ${first?.event_id ?? 0}, 'lead.created', ${first?.id ?? 0},
-                        'delivered', now() - interval '40 days'
+                        nextval('webhook_deliveries_resend_key'), 'delivered', now() - interval '40 days'
                  FROM generate_series(1, 1300)`
       const retention = Duration.days(30)
       // No budget left after the first batch: one batch of 500.
@@ -265,9 +301,9 @@ layer(Env, { excludeTestServices: true })("the delivery queue", (it) => {
       const [first] = yield* T.deliveries(schoolId)
       /** `count` resends of the first delivery, delivered 40 days ago; each pushes one more out of the journal's last 50. */
       const finishedLongAgo = (count: number) =>
-        sql`INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, status, finished_at)
+        sql`INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, resend_key, status, finished_at)
             SELECT ${schoolId}, ${sub.id}, ${first?.event_id ?? 0}, 'lead.created', ${first?.id ?? 0},
-                   'delivered', now() - interval '40 days'
+                   nextval('webhook_deliveries_resend_key'), 'delivered', now() - interval '40 days'
             FROM generate_series(1, ${count})`.pipe(Effect.orDie)
       const left = Effect.map(T.deliveries(schoolId), (rows) => rows.length)
       /** Polls `left` every 100 ms until it is `n`: whether it got there within `within`. */

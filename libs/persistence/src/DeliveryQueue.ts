@@ -8,8 +8,9 @@
  *   a disabled subscription's delivery is journaled as `skipped` (finished,
  *   no attempt; docs/decisions.md "Events while disabled"). One statement
  *   inserts the deliveries and marks the events (`fanned_out_at`), so a
- *   crash cannot split the two, and the partial unique index with ON
- *   CONFLICT DO NOTHING makes a repeat harmless. An event no subscription
+ *   crash cannot split the two, and the unique index (school, event,
+ *   subscription, `resend_key` 0: migration 1300) with ON CONFLICT DO
+ *   NOTHING makes a repeat harmless. An event no subscription
  *   takes is deleted there and then (the outbox is a queue, not an archive).
  * - `claim`: one round of libs/domain/src/FairShare.ts in one statement:
  *   the subscriptions with pending work (a loose index scan), what each
@@ -325,7 +326,8 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
             SELECT school_id, subscription_id, event_id, event,
                    CASE WHEN skipped THEN 'skipped' ELSE 'pending' END, CASE WHEN skipped THEN now() END
             FROM targets ORDER BY event_id, subscription_id
-            ON CONFLICT (school_id, event_id, subscription_id) WHERE resend_of IS NULL DO NOTHING
+            -- resend_key 0: the fan-out's delivery of this event to this subscription (migration 1300).
+            ON CONFLICT (school_id, event_id, subscription_id, resend_key) DO NOTHING
             RETURNING status
           ), marked AS (
             -- Driven by the targets (a primary-key probe each) and the events without one found in a
@@ -536,7 +538,7 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
             SELECT d.school_id, d.id, d.event_id FROM webhook_deliveries d
             WHERE d.status <> 'pending'
               AND d.finished_at < now() - ${options.retentionMs}::float8 * interval '1 millisecond'
-              -- A delivery a resend names stays (its resends keep the fan-out's uniqueness).
+              -- A delivery a resend names stays: the resend's journal entry names what it repeated.
               AND NOT EXISTS (
                 SELECT 1 FROM webhook_deliveries r WHERE r.school_id = d.school_id AND r.resend_of = d.id
               )

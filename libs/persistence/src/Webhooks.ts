@@ -374,8 +374,8 @@ export class Webhooks extends Context.Service<Webhooks, {
         Result: Schema.Struct({ id: DeliveryId }),
         execute: ({ delivery_id, id, school_id }) =>
           sql`
-            INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, body)
-            SELECT school_id, subscription_id, event_id, event, id, body
+            INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, resend_key, body)
+            SELECT school_id, subscription_id, event_id, event, id, nextval('webhook_deliveries_resend_key'), body
             FROM webhook_deliveries
             WHERE school_id = ${school_id} AND subscription_id = ${id} AND id = ${delivery_id}::int8
             RETURNING id::float8 AS id`
@@ -402,8 +402,8 @@ export class Webhooks extends Context.Service<Webhooks, {
                 )
               ORDER BY d.event_id, d.id DESC
             ), queued AS (
-              INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, body)
-              SELECT ${school_id}, ${id}, event_id, event, id, body FROM ended
+              INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, resend_key, body)
+              SELECT ${school_id}, ${id}, event_id, event, id, nextval('webhook_deliveries_resend_key'), body FROM ended
               RETURNING 1
             )
             SELECT count(*)::int AS queued FROM queued`
