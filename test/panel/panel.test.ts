@@ -439,9 +439,10 @@ layer(Env, { excludeTestServices: true, timeout: 120_000 })("web panel", (it) =>
       })
       // Two retries as the dispatcher records them after a failed attempt: one due in 42 s, one in 2 hours.
       yield* sql`
-        INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, body, attempts, response_code,
-                                        last_attempt_at, next_attempt_at)
-        SELECT school_id, subscription_id, event_id, event, id, body, 1, 503, now(), now() + make_interval(secs => later)
+        INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, resend_key, body, attempts,
+                                        response_code, last_attempt_at, next_attempt_at)
+        SELECT school_id, subscription_id, event_id, event, id, nextval('webhook_deliveries_resend_key'), body, 1, 503, now(),
+               now() + make_interval(secs => later)
         FROM webhook_deliveries, unnest(ARRAY[7200, 42]) AS due (later)
         WHERE school_id = ${school.schoolId} AND subscription_id = ${hook.id}
         ORDER BY later DESC`.pipe(Effect.orDie)
