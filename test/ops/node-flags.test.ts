@@ -6,7 +6,9 @@
  * the API and the dispatcher with those scripts' environment, flags and files
  * (bench/lib/Paths.ts `scriptCommand`, read here too), so what it measures is
  * what runs. The scripts, the image and compose run the bundles
- * (apps/cli/src/build.ts); `npm start` runs the sources.
+ * (apps/cli/src/build.ts); `npm start` runs the sources, and its children's
+ * flags and environment are read from /proc while they run
+ * (test/processes/start.test.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { NODE_FLAGS, PROCESS_ENV } from "@school/runtime/NodeFlags"
@@ -47,11 +49,5 @@ describe("Node flags of the API and the dispatcher", () => {
   it("npm run start:api and start:dispatcher build the bundles first", () => {
     assert.strictEqual(scripts["prestart:api"], "node apps/cli/src/build.ts")
     assert.strictEqual(scripts["prestart:dispatcher"], "node apps/cli/src/build.ts")
-  })
-
-  it("npm start passes the flags and the environment to its children", () => {
-    const start = readRepoFile("apps/cli/src/start.ts")
-    assert.include(start, "args: [...NODE_FLAGS[name], path]")
-    assert.include(start, "env: { ...env, ...PROCESS_ENV }")
   })
 })

@@ -4,7 +4,8 @@
  * `npm run start:api` and `start:dispatcher` (package.json), `npm start`'s
  * children (apps/cli/src/start.ts), the container's commands and its `ENV`
  * (Dockerfile, docker-compose.yml). test/ops/node-flags.test.ts holds them
- * all to this record.
+ * all to this record; test/processes/start.test.ts reads `npm start`'s
+ * children's from /proc.
  *
  * `--max-semi-space-size` (MiB; 4 for the API, 8 for the dispatcher): V8
  * lets the young generation grow to two 32 MiB semi-spaces under load, and
