@@ -32,14 +32,17 @@ export const scriptCommand = (script: string): {
 } => {
   const scripts: Record<string, string> = JSON.parse(readFileSync(PACKAGE_JSON, "utf8")).scripts ?? {}
   const all = (scripts[script] ?? "").trim().split(/\s+/).filter((word) => word !== "exec")
-  // `env` and its NAME=value words, up to the command.
+  // `env` and its NAME=value words, up to the command (none found: the script is all assignments).
   const commandAt = all[0] === "env" ? all.findIndex((word, i) => i > 0 && !word.includes("=")) : 0
-  const assignments = all.slice(all[0] === "env" ? 1 : 0, commandAt)
+  const assignments = commandAt > 0 ? all.slice(1, commandAt) : []
   const words = commandAt === -1 ? [] : all.slice(commandAt)
   const mainAt = words.findIndex((word, i) => i > 0 && !word.startsWith("-"))
   if (words[0] !== "node" || mainAt !== words.length - 1) {
     throw new Error(`package.json script "${script}" is not "[exec] [env NAME=value…] node <flags> <main>": ${scripts[script]}`)
   }
-  const env = Object.fromEntries(assignments.map((word) => [word.slice(0, word.indexOf("=")), word.slice(word.indexOf("=") + 1)]))
+  const env = Object.fromEntries(assignments.map((word) => {
+    const at = word.indexOf("=")
+    return [word.slice(0, at), word.slice(at + 1)]
+  }))
   return { env, nodeFlags: words.slice(1, mainAt), main: at(`../../${words[mainAt]}`) }
 }
