@@ -185,7 +185,6 @@ layer(TestDatabase.layer, { excludeTestServices: true })("the dispatcher deliver
 
   it.effect("resend and recovery rows go out like any other, with the stored body", () =>
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
       const { schoolId } = yield* T.school("Resend school")
       const receiver = yield* startReceiver(() => status(500))
       const sub = yield* T.subscription(schoolId, receiver.url)
@@ -194,10 +193,7 @@ layer(TestDatabase.layer, { excludeTestServices: true })("the dispatcher deliver
       const [failed] = yield* T.eventually("failed", T.deliveries(schoolId), (rows) => rows[0]?.status === "failed")
       receiver.setBehaviour(() => ok)
       // What the back office's resend writes (libs/persistence/src/Webhooks.ts).
-      yield* sql`
-        INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, resend_key, body)
-        SELECT school_id, subscription_id, event_id, event, id, nextval('webhook_deliveries_resend_key'), body FROM webhook_deliveries
-        WHERE school_id = ${schoolId} AND id = ${failed?.id ?? 0}`
+      yield* T.resends(schoolId, failed, 1)
       const rows = yield* T.eventually("resent", T.deliveries(schoolId), (rows) => rows[1]?.status === "delivered")
       assert.strictEqual(rows[1]?.resend_of, failed?.id)
       assert.strictEqual(rows[1]?.attempts, 1)

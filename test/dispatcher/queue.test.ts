@@ -97,11 +97,7 @@ layer(Env, { excludeTestServices: true })("the delivery queue", (it) => {
         "webhook_deliveries_event_key"
       )
       // Two resends of it, as the back office writes them: each its own key.
-      const resend = sql`INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, resend_key)
-                         VALUES (${schoolId}, ${sub.id}, ${first?.event_id ?? 0}, 'lead.created', ${first?.id ?? 0},
-                                 nextval('webhook_deliveries_resend_key'))`
-      yield* resend
-      yield* resend
+      yield* T.resends(schoolId, first, 2)
       const keys = yield* sql<{ resend_of: string | null; resend_key: string }>`
         SELECT resend_of::text AS resend_of, resend_key::text AS resend_key FROM webhook_deliveries
         WHERE school_id = ${schoolId} ORDER BY id`
@@ -239,7 +235,7 @@ layer(Env, { excludeTestServices: true })("the delivery queue", (it) => {
       const sql = yield* SqlClient.SqlClient
       const queue = yield* DeliveryQueue
       const { schoolId } = yield* T.school("Purge school")
-      const sub = yield* T.subscription(schoolId, "http://127.0.0.1:9/p", ["lead.created"])
+      yield* T.subscription(schoolId, "http://127.0.0.1:9/p", ["lead.created"])
       yield* T.leads(schoolId, 60)
       yield* queue.fanOut(500)
       // All 60 finished 40 days ago, delivered or (every third) skipped while disabled: skipped entries follow
@@ -249,9 +245,7 @@ layer(Env, { excludeTestServices: true })("the delivery queue", (it) => {
                  WHERE school_id = ${schoolId}`
       const rows = yield* T.deliveries(schoolId)
       const oldest = rows[0]
-      yield* sql`INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, resend_key, status, finished_at)
-                 VALUES (${schoolId}, ${sub.id}, ${oldest?.event_id ?? 0}, 'lead.created', ${oldest?.id ?? 0},
-                         nextval('webhook_deliveries_resend_key'), 'delivered', now() - interval '7 days')`
+      yield* T.resends(schoolId, oldest, 1, 7)
       const purged = yield* queue.purge({ retentionMs: 30 * 86_400_000, keep: 50, batch: 500 })
       // 61 deliveries, the last 50 kept, the oldest kept for its resend: 10 purged, with their 10 events.
       assert.deepStrictEqual(purged, { deliveries: 10, events: 10 })
@@ -268,18 +262,14 @@ layer(Env, { excludeTestServices: true })("the delivery queue", (it) => {
     }))
   it.effect("a purge run goes on while its batches come back full, within its time budget", () =>
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
       const queue = yield* DeliveryQueue
       const { schoolId } = yield* T.school("Purge budget school")
-      const sub = yield* T.subscription(schoolId, "http://127.0.0.1:9/b", ["lead.created"])
+      yield* T.subscription(schoolId, "http://127.0.0.1:9/b", ["lead.created"])
       yield* T.leads(schoolId, 1)
       yield* queue.fanOut(500)
       const [first] = yield* T.deliveries(schoolId)
       // 1 300 resends of it, delivered 40 days ago: 1 250 past the journal's last 50 (the first stays, named by them).
-      yield* sql`INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, resend_key, status, finished_at)
-                 SELECT ${schoolId}, ${sub.id}, ${first?.event_id ?? 0}, 'lead.created', ${first?.id ?? 0},
-                        nextval('webhook_deliveries_resend_key'), 'delivered', now() - interval '40 days'
-                 FROM generate_series(1, 1300)`
+      yield* T.resends(schoolId, first, 1300, 40)
       const retention = Duration.days(30)
       // No budget left after the first batch: one batch of 500.
       const short = yield* Purge.once(queue, retention, Duration.zero)
@@ -292,19 +282,14 @@ layer(Env, { excludeTestServices: true })("the delivery queue", (it) => {
 
   it.effect("the purge runs again a second after a run that found work, the full interval after one that found none", () =>
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
       const queue = yield* DeliveryQueue
       const { schoolId } = yield* T.school("Purge schedule school")
-      const sub = yield* T.subscription(schoolId, "http://127.0.0.1:9/s", ["lead.created"])
+      yield* T.subscription(schoolId, "http://127.0.0.1:9/s", ["lead.created"])
       yield* T.leads(schoolId, 1)
       yield* queue.fanOut(500)
       const [first] = yield* T.deliveries(schoolId)
       /** `count` resends of the first delivery, delivered 40 days ago; each pushes one more out of the journal's last 50. */
-      const finishedLongAgo = (count: number) =>
-        sql`INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, resend_of, resend_key, status, finished_at)
-            SELECT ${schoolId}, ${sub.id}, ${first?.event_id ?? 0}, 'lead.created', ${first?.id ?? 0},
-                   nextval('webhook_deliveries_resend_key'), 'delivered', now() - interval '40 days'
-            FROM generate_series(1, ${count})`.pipe(Effect.orDie)
+      const finishedLongAgo = (count: number) => T.resends(schoolId, first, count, 40)
       const left = Effect.map(T.deliveries(schoolId), (rows) => rows.length)
       /** Polls `left` every 100 ms until it is `n`: whether it got there within `within`. */
       const reaches = (n: number, within: Duration.Duration) =>

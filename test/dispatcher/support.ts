@@ -85,6 +85,22 @@ export const deliveries = Effect.fnUntraced(function*(schoolId: number) {
     FROM webhook_deliveries WHERE school_id = ${schoolId} ORDER BY id`
 }, Effect.orDie)
 
+/**
+ * `count` resends of a school's delivery, as the back office writes them (libs/persistence/src/Webhooks.ts:
+ * the same event, subscription and stored body, `resend_of` it, each its own `resend_key`): pending, or delivered
+ * `deliveredDaysAgo` days ago.
+ */
+export const resends = Effect.fnUntraced(function*(schoolId: number, delivery: DeliveryRow | undefined, count: number, deliveredDaysAgo?: number) {
+  const sql = yield* SqlClient.SqlClient
+  const days = deliveredDaysAgo ?? null
+  yield* sql`
+    INSERT INTO webhook_deliveries (school_id, subscription_id, event_id, event, body, resend_of, resend_key, status, finished_at)
+    SELECT d.school_id, d.subscription_id, d.event_id, d.event, d.body, d.id, nextval('webhook_deliveries_resend_key'),
+           CASE WHEN ${days}::int IS NULL THEN 'pending' ELSE 'delivered' END, now() - make_interval(days => ${days}::int)
+    FROM webhook_deliveries d, generate_series(1, ${count}::int)
+    WHERE d.school_id = ${schoolId} AND d.id = ${delivery?.id ?? 0}::int8`
+}, Effect.orDie)
+
 export interface AttemptRow {
   readonly delivery_id: number
   readonly attempt: number
