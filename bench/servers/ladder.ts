@@ -171,8 +171,9 @@ const AuthenticationAlone = Layer.effect(
           return yield* Errors.unauthorized("missing_or_malformed_key")
         }
         const { prefix, secret } = parsed.value
-        const found = yield* limiter.admit(prefix, secret)
-        const failure = failureOf(found, secret)
+        const secretHash = ApiKey.hashSecret(secret)
+        const found = yield* limiter.admit(prefix, secretHash)
+        const failure = failureOf(found, secretHash)
         if (Option.isSome(failure)) return yield* Errors.unauthorized(failure.value)
         const { key } = Option.getOrThrow(found)
         yield* AccessLog.setSchool(key.school_id)

@@ -71,7 +71,7 @@ const answerOf = (admission: Option.Option<{ readonly outcome: { readonly _tag: 
 /** Sends every credential to the limiter at once (one tick) and returns the answers in order. */
 const together = (credentials: ReadonlyArray<{ readonly prefix: string; readonly secret: string }>) =>
   Effect.flatMap(RateLimiter, (limiter) =>
-    Effect.forEach(credentials, ({ prefix, secret }) => Effect.map(limiter.admit(prefix, secret), answerOf), {
+    Effect.forEach(credentials, ({ prefix, secret }) => Effect.map(limiter.admit(prefix, ApiKey.hashSecret(secret)), answerOf), {
       concurrency: "unbounded"
     }))
 
@@ -82,11 +82,11 @@ layer(Env, { excludeTestServices: true })("the limiter batches its round trips",
       const key = yield* newKey()
       now += 10 * WINDOW
       calls.length = 0
-      assert.deepStrictEqual(answerOf(yield* limiter.admit(key.prefix, key.secret)), { accepted: true })
+      assert.deepStrictEqual(answerOf(yield* limiter.admit(key.prefix, ApiKey.hashSecret(key.secret))), { accepted: true })
       assert.deepStrictEqual(calls, [{ kind: "admit", size: 1 }])
       // One request after the other: one statement each, none batched.
       calls.length = 0
-      for (let i = 0; i < 3; i++) yield* limiter.admit(key.prefix, key.secret)
+      for (let i = 0; i < 3; i++) yield* limiter.admit(key.prefix, ApiKey.hashSecret(key.secret))
       assert.deepStrictEqual(calls, [{ kind: "admit", size: 1 }, { kind: "admit", size: 1 }, { kind: "admit", size: 1 }])
 
       const keys = yield* Effect.forEach(Array.from({ length: 12 }), () => newKey())
@@ -114,7 +114,7 @@ layer(Env, { excludeTestServices: true })("the limiter batches its round trips",
       now += 10 * WINDOW
       const first = now
       // a: 2 before the batch, b: 1 before.
-      yield* Effect.forEach([a!, a!, b!], (key) => Effect.flatMap(RateLimiter, (l) => l.admit(key.prefix, key.secret)))
+      yield* Effect.forEach([a!, a!, b!], (key) => Effect.flatMap(RateLimiter, (l) => l.admit(key.prefix, ApiKey.hashSecret(key.secret))))
       now = first + 5_000_000
       calls.length = 0
       const batch = [a!, b!, a!, unknown, b!, a!, c!, wrong, b!, b!, c!]
@@ -168,7 +168,7 @@ layer(Env, { excludeTestServices: true })("the limiter batches its round trips",
       calls.length = 0
       const exits = yield* Effect.forEach(
         [good!, broken!, good!],
-        (key) => Effect.exit(limiter.admit(key.prefix, key.secret)),
+        (key) => Effect.exit(limiter.admit(key.prefix, ApiKey.hashSecret(key.secret))),
         { concurrency: "unbounded" }
       )
       assert.deepStrictEqual(calls, [{ kind: "admitAll", size: 3 }])

@@ -60,11 +60,14 @@ const tooManyFailures = (waitMicros: number) => {
   })
 }
 
-/** Why the key found (or not) for a credential does not authenticate; None when it does (docs/integrators.md "Authentication"). */
-export const failureOf = (found: Option.Option<Admission>, secret: string): Option.Option<FailureReason> => {
+/**
+ * Why the key found (or not) for a credential does not authenticate; None when it does (docs/integrators.md
+ * "Authentication"). `secretHash`: the presented secret's (`ApiKey.hashSecret`).
+ */
+export const failureOf = (found: Option.Option<Admission>, secretHash: Uint8Array): Option.Option<FailureReason> => {
   if (Option.isNone(found)) return Option.some("unknown_key")
   const { key } = found.value
-  if (!ApiKey.secretMatches(secret, key.secret_hash)) return Option.some("unknown_key")
+  if (!ApiKey.hashMatches(secretHash, key.secret_hash)) return Option.some("unknown_key")
   if (key.revoked) return Option.some("revoked_key")
   if (key.expired) return Option.some("expired_key")
   return Option.none()
@@ -163,8 +166,9 @@ export const AuthenticationLive = Layer.effect(
           yield* refused
           return yield* tooManyFailures(verdict.wait)
         }
-        const found = yield* limiter.admit(prefix, secret)
-        const failure = failureOf(found, secret)
+        // The guard hashed the secret (once a request): the lookup and the comparison take its hash.
+        const found = yield* limiter.admit(prefix, verdict.secretHash)
+        const failure = failureOf(found, verdict.secretHash)
         yield* guard.settle(verdict, failure)
         if (Option.isSome(failure)) return yield* Errors.unauthorized(failure.value)
         const { key, outcome } = Option.getOrThrow(found)

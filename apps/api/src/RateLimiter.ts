@@ -93,8 +93,11 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    * the authentication (apps/api/src/Server.ts `EarlyRefusals`). No I/O.
    */
   holdsBlock(prefix: string): boolean
-  /** Authenticates and counts the request in one round trip; None when no key has this prefix. */
-  admit(prefix: string, secret: string): Effect.Effect<Option.Option<Admission>>
+  /**
+   * Authenticates and counts the request in one round trip; None when no key has this prefix.
+   * `secretHash`: the presented secret's (`ApiKey.hashSecret`), hashed once by the caller.
+   */
+  admit(prefix: string, secretHash: Uint8Array): Effect.Effect<Option.Option<Admission>>
   /**
    * Drops this process's local blocks of a school's keys at once, as the
    * NOTIFY that every process receives will (a key revoked here answers
@@ -214,19 +217,18 @@ export class RateLimiter extends Context.Service<RateLimiter, {
       const admit = Option.match(window, {
         onNone: () =>
           // RATE_LIMIT_WINDOW=off: the plain lookup, nothing counted.
-          Effect.fnUntraced(function*(prefix: string, secret: string) {
+          Effect.fnUntraced(function*(prefix: string, secretHash: Uint8Array) {
             const found = yield* keys.findByPrefix(prefix)
             return Option.map(found, (key): Admission => ({
               key: { ...key, budget: Plans.budgetPerMinute(key.plan), expires_in: null },
-              outcome: ApiKey.secretMatches(secret, key.secret_hash) && !key.revoked && !key.expired
+              outcome: ApiKey.hashMatches(secretHash, key.secret_hash) && !key.revoked && !key.expired
                 ? { _tag: "Accepted" }
                 : { _tag: "NotCounted" }
             }))
           }),
         onSome: () =>
-          Effect.fnUntraced(function*(prefix: string, secret: string) {
+          Effect.fnUntraced(function*(prefix: string, secretHash: Uint8Array) {
             const startedIn = epoch
-            const secretHash = ApiKey.hashSecret(secret)
             const at = Option.isSome(options.clock) ? yield* options.clock.value : undefined
             const admission = yield* Effect.request(new Admit({ prefix, secretHash, at }), resolver)
             if (Option.isSome(admission) && listening && epoch === startedIn) {

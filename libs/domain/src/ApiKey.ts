@@ -62,15 +62,18 @@ const draw = (alphabet: string, length: number, randomBytes: (n: number) => Uint
 
 /**
  * What is stored for a secret: its SHA-256 (the secret has 190 bits of entropy, so no slow hash is needed).
- * Node's one-shot `hash`, a fifth cheaper than a `Hash` object: every authenticated request takes one or more.
+ * Node's one-shot `hash`, a fifth cheaper than a `Hash` object: every authenticated request takes one
+ * (apps/api/src/Authentication.ts hashes once and hands the hash on).
  */
 export const hashSecret = (secret: string): Uint8Array => hash("sha256", secret, "buffer")
 
+/** Compares the hash of a presented secret (`hashSecret`) with a stored hash in constant time. */
+export const hashMatches = (presented: Uint8Array, storedHash: Uint8Array): boolean =>
+  storedHash.length === presented.length && timingSafeEqual(storedHash, presented)
+
 /** Compares a presented secret with a stored hash in constant time. */
-export const secretMatches = (secret: string, storedHash: Uint8Array): boolean => {
-  const presented = hashSecret(secret)
-  return storedHash.length === presented.length && timingSafeEqual(storedHash, presented)
-}
+export const secretMatches = (secret: string, storedHash: Uint8Array): boolean =>
+  hashMatches(hashSecret(secret), storedHash)
 
 /** Why an expiry is refused: it is not after now. */
 export const EXPIRY_IN_PAST_MESSAGE = "Expected an instant in the future"
