@@ -1,6 +1,6 @@
 # One image for the API, the dispatcher, the one-shot migrate and the operator CLI; the command
 # picks the process (docs/operations.md "Container image"):
-#   node --max-semi-space-size=4 --heap-growing-percent=30 apps/api/dist/main.js   the API on PORT (the default command)
+#   node --max-semi-space-size=4 --heap-growing-percent=50 apps/api/dist/main.js   the API on PORT (the default command)
 #   node --max-semi-space-size=8 --heap-growing-percent=50 apps/dispatcher/dist/main.js   the webhook dispatcher, its health routes on DISPATCHER_PORT
 # (the flags, and MALLOC_ARENA_MAX in the final stage's ENV: libs/runtime/src/NodeFlags.ts)
 #   node apps/cli/src/migrate.ts       applies the pending migrations to DATABASE_URL and exits
@@ -53,4 +53,4 @@ COPY --from=build /app/apps/api/dist apps/api/dist
 COPY --from=build /app/apps/dispatcher/dist apps/dispatcher/dist
 USER node
 EXPOSE 3000 3001
-CMD ["node", "--max-semi-space-size=4", "--heap-growing-percent=30", "apps/api/dist/main.js"]
+CMD ["node", "--max-semi-space-size=4", "--heap-growing-percent=50", "apps/api/dist/main.js"]

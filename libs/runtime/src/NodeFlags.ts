@@ -19,17 +19,19 @@
  * (RSS after start 120 → 106 MiB), and under load, since the request path
  * allocates less, 129 (GET /students) and 134 MiB (the failed-auth flood).
  *
- * `--heap-growing-percent=30`: after a full collection V8 lets the old generation grow to a
+ * `--heap-growing-percent=50`: after a full collection V8 lets the old generation grow to a
  * multiple of what survived before it collects again, and under load it picks about 2.3x: a
  * live heap of ~39 MiB was allowed to reach ~100 MiB (`--trace-gc`, docs/performance.md
- * "Memory"). 30 makes that 1.3x. The flag bounds nothing: a heap that needs more memory still
- * gets it, unlike `--max-old-space-size`. Its price is CPU: full collections come every ~0.4 s
- * under load instead of every ~6 s, and on one core their concurrent marking competes with the
- * requests. Measured on GET /students from the bundle, four interleaved runs each: peak RSS
- * 135 MiB in every run against 186–211 without; throughput 682–1072 req/s (median 862) against
- * 872–1172 (median 1011), about 15% less. 50 (1.5x) cost nothing measurable but let the scale
- * scenario reach 155 MiB, 40 reached 151, 30 reached 149 (one run each): 30 is the largest that keeps every
- * scenario under the 150 MiB budget.
+ * "Memory"). 50 makes that 1.5x. The flag bounds nothing: a heap that needs more memory still
+ * gets it, unlike `--max-old-space-size`. Its price is CPU: the lower the share, the more often
+ * full collections come under load, and on one core their concurrent marking competes with
+ * the requests. The API ran with 30 (1.3x) while glibc's arenas were not capped: 50 then let
+ * the scale scenario reach 155 MiB against 149 with 30, and 30 cost about 15% of GET /students'
+ * throughput against none. With `MALLOC_ARENA_MAX=2` (below) 50 fits: from the bundles, two
+ * interleaved runs each, 30 → 50, peak RSS in `scale` 120, 120.4 → 127.0, 125.1 MiB, the card
+ * 116, 115 → 119, 118 and GET /students 118, 114 → 117, 116; CPU per request of the card 413,
+ * 427 → 379, 377 µs and of GET /students 604, 618 → 572, 558 (docs/performance.md "Memory").
+ * 8 MiB semi-spaces with 50 gave the same CPU and 6–15 MiB more (the flood's peak 130.9).
  *
  * The dispatcher runs with 50: its peak under the throughput scenario is 129–131 MiB with it
  * (123–127 with 30), and 30 cost it throughput that 50 does not: 0.98x, 0.99x, 0.92x of
@@ -37,7 +39,7 @@
  * fresh clone (docs/performance.md "Webhook dispatcher").
  */
 export const NODE_FLAGS: { readonly api: ReadonlyArray<string>; readonly dispatcher: ReadonlyArray<string> } = {
-  api: ["--max-semi-space-size=4", "--heap-growing-percent=30"],
+  api: ["--max-semi-space-size=4", "--heap-growing-percent=50"],
   dispatcher: ["--max-semi-space-size=8", "--heap-growing-percent=50"]
 }
 
