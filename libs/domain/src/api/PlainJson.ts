@@ -3,8 +3,8 @@
  * (docs/performance.md "The request path"): for a struct whose encoded
  * form is its type (every field a string, number, boolean or null, no
  * transformation), encoding is taking its fields in their declared order,
- * so the text is `JSON.stringify` of each item's fields and of the meta,
- * which the rows and `Pagination.listBody` already hold. The HttpApi
+ * so the text is `JSON.stringify` of the body with each item's fields
+ * picked, which the rows and `Pagination.listBody` already hold. The HttpApi
  * would walk the same values through the endpoint's success schema first.
  * test/domain/plain-json.test.ts holds it to that schema: for any body the
  * schema accepts, the same text as `JSON.stringify` of the schema's
@@ -30,8 +30,13 @@ const isPlainField = (ast: SchemaAST.AST): boolean => {
   }
 }
 
-/** The JSON of one item of `item`, its fields in declared order; throws at start for a struct it cannot write. */
-export const itemJson = <F extends Schema.Struct.Fields>(item: Schema.Struct<F>): (value: Schema.Struct<F>["Type"]) => string => {
+/**
+ * The picker of one item of `item`: a plain object of its fields in declared order, whose
+ * `JSON.stringify` is the item's JSON; throws at start for a struct it cannot write.
+ */
+const itemPicker = <F extends Schema.Struct.Fields>(
+  item: Schema.Struct<F>
+): (value: Schema.Struct<F>["Type"]) => Record<string, unknown> => {
   const keys = Object.keys(item.fields)
   if (SchemaAST.toEncoded(item.ast) !== item.ast || !keys.every((key) => isPlainField(item.fields[key]!.ast))) {
     throw new Error(`PlainJson: ${keys.join(", ")}: not a struct of plain fields`)
@@ -40,29 +45,33 @@ export const itemJson = <F extends Schema.Struct.Fields>(item: Schema.Struct<F>)
     const picked: Record<string, unknown> = {}
     const source = value as Readonly<Record<string, unknown>>
     for (const key of keys) picked[key] = source[key]
-    return JSON.stringify(picked)
+    return picked
   }
 }
 
-/** A public list's body (`Pagination.listBody`) as JSON, its items written by `itemJson`. */
+/**
+ * A public list's body (`Pagination.listBody`) as JSON: its items picked, then one
+ * `JSON.stringify` of the body, so the text is built once, flat. Joining each item's text
+ * built a string per item and a rope to flatten: 13.6 against 11.0 µs for a 20-row page in a
+ * tight loop, and 7.7 kB more allocated a request in the ladder's handler rung
+ * (docs/performance.md "The request path").
+ */
 export const listJson = <F extends Schema.Struct.Fields>(item: Schema.Struct<F>) => {
-  const one = itemJson(item)
+  const pick = itemPicker(item)
   return (body: { readonly data: ReadonlyArray<Schema.Struct<F>["Type"]>; readonly meta: Meta | CursorMeta }): string => {
-    let text = "{\"data\":["
-    for (let i = 0; i < body.data.length; i++) {
-      if (i > 0) text += ","
-      text += one(body.data[i]!)
-    }
+    const data = new Array<Record<string, unknown>>(body.data.length)
+    for (let i = 0; i < data.length; i++) data[i] = pick(body.data[i]!)
     const meta = body.meta
-    return `${text}],"meta":${
-      "page" in meta
-        ? JSON.stringify({ page: meta.page, per_page: meta.per_page, total: meta.total })
-        : JSON.stringify({
+    return JSON.stringify({
+      data,
+      meta: "page" in meta
+        ? { page: meta.page, per_page: meta.per_page, total: meta.total }
+        : {
           per_page: meta.per_page,
           starting_after: meta.starting_after,
           has_more: meta.has_more,
           next_starting_after: meta.next_starting_after
-        })
-    }}`
+        }
+    })
   }
 }
