@@ -59,20 +59,46 @@ export const trusted = (entries: ReadonlyArray<string>): Trusted => {
   return (address) => ranges.some(([range, bits]) => range.kind() === address.kind() && address.match(range, bits))
 }
 
-const peerOf = (request: HttpServerRequest.HttpServerRequest): Option.Option<Address> =>
-  Option.flatMap(request.remoteAddress, parseAddress)
+/** A socket's peer: its address and the address's text as `clientAddress` answers it. */
+interface Peer {
+  readonly address: Address
+  readonly text: string
+}
+
+/** Peer addresses parsed lately, by their socket's text: a client's requests come from the same few. */
+const peers = new Map<string, Option.Option<Peer>>()
+/** Entries kept at most; the map is emptied when full (a client from a new address costs one parse). */
+const MAX_PEERS = 4096
+
+/**
+ * A socket's peer address (its `remoteAddress`: undefined once it has closed), parsed once per
+ * address text: ipaddr.js's parse was ~1 kB allocated a request (docs/performance.md "The
+ * request path"), and a keep-alive connection sends many.
+ */
+const parsedPeer = (remote: string | undefined): Option.Option<Peer> => {
+  if (remote === undefined) return Option.none()
+  const known = peers.get(remote)
+  if (known !== undefined) return known
+  const peer = Option.map(parseAddress(remote), (address): Peer => ({ address, text: address.toString() }))
+  if (peers.size >= MAX_PEERS) peers.clear()
+  peers.set(remote, peer)
+  return peer
+}
+
+const peerOf = (request: HttpServerRequest.HttpServerRequest): Option.Option<Peer> =>
+  parsedPeer(Option.getOrUndefined(request.remoteAddress))
 
 const isTrustedPeer = (request: HttpServerRequest.HttpServerRequest, trust: Trusted) => {
   const peer = peerOf(request)
-  return Option.isSome(peer) && trust(peer.value)
+  return Option.isSome(peer) && trust(peer.value.address)
 }
 
 /** The client's address from the socket's (`peer`) and X-Forwarded-For, believed from a trusted proxy only. */
-const addressFrom = (peer: Option.Option<Address>, header: string | undefined, trust: Trusted): Option.Option<string> => {
-  if (Option.isNone(peer) || !trust(peer.value)) return Option.map(peer, (address) => address.toString())
-  if (header === undefined) return Option.some(peer.value.toString())
+const addressFrom = (peer: Option.Option<Peer>, header: string | undefined, trust: Trusted): Option.Option<string> => {
+  if (Option.isNone(peer)) return Option.none()
+  if (header === undefined || !trust(peer.value.address)) return Option.some(peer.value.text)
   const hops = header.split(",")
-  let nearest: Address = peer.value
+  let nearest: Address = peer.value.address
   for (let i = hops.length - 1; i >= 0; i--) {
     const hop = parseAddress(hops[i] ?? "")
     // Not an address: what is left of it was written by the client; the hop after it is the answer.
@@ -93,20 +119,7 @@ export const clientAddress = (request: HttpServerRequest.HttpServerRequest, trus
  * and the same header, so the same answer.
  */
 export const messageAddress = (message: IncomingMessage, trust: Trusted): Option.Option<string> =>
-  addressFrom(socketPeer(message.socket), headerText(message.headers["x-forwarded-for"]), trust)
-
-/** Socket → its peer's address, parsed once per connection (a keep-alive connection sends many requests). */
-const socketPeers = new WeakMap<object, Option.Option<Address>>()
-
-const socketPeer = (socket: { readonly remoteAddress?: string | undefined }): Option.Option<Address> => {
-  const known = socketPeers.get(socket)
-  if (known !== undefined) return known
-  const remote = socket.remoteAddress
-  const peer = remote === undefined ? Option.none<Address>() : parseAddress(remote)
-  // A socket that has closed has no address any more: nothing to keep.
-  if (remote !== undefined) socketPeers.set(socket, peer)
-  return peer
-}
+  addressFrom(parsedPeer(message.socket.remoteAddress), headerText(message.headers["x-forwarded-for"]), trust)
 
 /** A header of Node's message as Effect's request has it (effect/http `Headers.fromInput`: repeats joined by ", "). */
 export const headerText = (value: string | ReadonlyArray<string> | undefined): string | undefined =>
