@@ -1,15 +1,17 @@
 /**
- * The lists written without a Schema pass (libs/domain/src/api/PlainJson.ts,
+ * The bodies written without a Schema pass (libs/domain/src/api/PlainJson.ts,
  * apps/api/src/http/ListResponse.ts) are held to each endpoint's own success
  * schema: for every public list endpoint, and any body that schema accepts
  * (its items and either meta, drawn from the schemas themselves), `listJson`
  * writes the same text as `JSON.stringify` of the schema's encoding, which
- * is what the HttpApi would send.
+ * is what the HttpApi would send; so does `dataJson` for the student card
+ * (GET /students/{id}), its groups included.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Schema } from "effect"
+import * as Money from "@school/domain/Money"
 import * as Models from "@school/domain/Models"
-import { listJson } from "@school/domain/api/PlainJson"
+import { dataJson, listJson } from "@school/domain/api/PlainJson"
 import { BASE_PATH, PublicApi } from "@school/domain/api/PublicApi"
 import { ListMeta } from "@school/domain/Pagination"
 
@@ -102,7 +104,52 @@ describe("lists written without a Schema pass", () => {
     assert.notInclude(direct(body), "school_id")
   })
 
+  const card = PublicApi.groups["students"].endpoints["get"]
+  const cardSuccess = [...card.success][0] as unknown as Schema.Codec<unknown, unknown>
+  const encodeCard = Schema.encodeUnknownSync(cardSuccess)
+  const cardJson = dataJson(Models.StudentCard)
+
+  it.prop(
+    "GET /students/{id}: the same text as the endpoint's schema encodes, for any card and its groups",
+    [Schema.Struct({ data: Models.StudentCard })],
+    ([body]) => {
+      assert.strictEqual(cardJson(body), JSON.stringify(encodeCard(body)))
+    },
+    { arbitrary: { runs: 200 } }
+  )
+
+  it("a card's groups keep their declared keys only, in order", () => {
+    const enrolledAt = "2026-11-22T09:15:03.123456Z"
+    const body = {
+      data: {
+        id: 1,
+        fio: "A",
+        phone: "",
+        email: "",
+        balance_kopecks: 5,
+        filial_id: 2,
+        created_at: "2026-11-22T09:15:03.123456Z",
+        updated_at: null,
+        // Keys out of the declared order, and one more.
+        active_groups: [{
+          enrolled_at: enrolledAt,
+          enrollment_id: 9,
+          filial_id: 2,
+          group_name: "B1",
+          group_id: 3,
+          school_id: 9
+        }]
+      }
+    }
+    const text = cardJson(body)
+    assert.strictEqual(text, JSON.stringify(encodeCard(body)))
+    assert.notInclude(text, "school_id")
+    assert.include(text, `"active_groups":[{"group_id":3,"group_name":"B1","filial_id":2,"enrollment_id":9,"enrolled_at"`)
+  })
+
   it("a struct it cannot write plainly is refused when built", () => {
-    assert.throws(() => listJson(Models.StudentCard), /not a struct of plain fields/)
+    // A transformation (bigint → number), and a Date: neither is its own JSON.
+    assert.throws(() => listJson(Schema.Struct({ n: Money.KopecksFromBigInt })), /not a struct of plain fields/)
+    assert.throws(() => dataJson(Schema.Struct({ when: Schema.Date })), /not a struct of plain fields/)
   })
 })

@@ -1,7 +1,7 @@
 /**
  * GET /students and GET /students/{id} (docs/integrators.md "Reading"):
- * decode, one repository call, encode; the list's JSON is written from its
- * rows (./ListResponse.ts).
+ * decode, one repository call, encode; the JSON of the list and of the card
+ * is written from their rows (./ListResponse.ts).
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -10,9 +10,10 @@ import { Errors, Models, Pagination } from "@school/domain"
 import { CurrentKey } from "@school/domain/api/Middleware"
 import { PublicApi } from "@school/domain/api/PublicApi"
 import { Students } from "@school/persistence/Students"
-import { listResponse } from "./ListResponse.ts"
+import { dataResponse, listResponse } from "./ListResponse.ts"
 
 const studentsList = listResponse(Models.StudentListItem)
+const studentCard = dataResponse(Models.StudentCard)
 
 export const StudentsHandlersNoDeps = HttpApiBuilder.group(
   PublicApi,
@@ -32,7 +33,7 @@ export const StudentsHandlersNoDeps = HttpApiBuilder.group(
           // Another school's student is indistinguishable from a missing one.
           return yield* new Errors.NotFound({ message: `Student ${params.id} not found.` })
         }
-        return { data: student.value }
+        return studentCard(student.value)
       }))
   })
 )
