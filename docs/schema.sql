@@ -1,5 +1,5 @@
 -- The schema as the migrations in libs/persistence/src/migrations build it:
--- 0001_core, 0100_writes, 0200_rate_limits, 0300_row_counts, 0400_idempotency_owner, 0500_sessions, 0510_back_office, 0540_attendance_first_attended, 0600_dispatcher, 0700_fair_delivery, 0800_outbox_traceparent, 0900_employee_disabled, 1000_login_throttle, 1100_webhook_listeners, 1200_delivery_writes, 1300_delivery_event_key.
+-- 0001_core, 0100_writes, 0200_rate_limits, 0300_row_counts, 0400_idempotency_owner, 0500_sessions, 0510_back_office, 0540_attendance_first_attended, 0600_dispatcher, 0700_fair_delivery, 0800_outbox_traceparent, 0900_employee_disabled, 1000_login_throttle, 1100_webhook_listeners, 1200_delivery_writes, 1300_delivery_event_key, 1400_rate_limit_plans.
 -- Written by test/persistence/schemaFile.test.ts from the catalog; do not edit.
 -- After a new migration: UPDATE_SCHEMA=1 npx vitest run test/persistence/schemaFile.test.ts
 
@@ -574,6 +574,7 @@ RETURN COALESCE((ring)[(((((head - n) % NULLIF(cardinality(ring), 0)) + cardinal
 CREATE OR REPLACE FUNCTION rate_limit_relayout(p_school integer, p_key integer, p_budget integer, p_at bigint, p_window bigint)
  RETURNS bigint
  LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
 AS $function$
    DECLARE
      v_head integer;
@@ -613,6 +614,7 @@ RETURN CASE WHEN (cardinality(ring) = budget) THEN (((ring)[:head] || rate_limit
 CREATE OR REPLACE FUNCTION rate_limit_take(p_school integer, p_key integer, p_budget integer, p_at bigint, p_window bigint)
  RETURNS bigint
  LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
 AS $function$
    DECLARE
      v_at int8 := coalesce(p_at, (extract(epoch FROM clock_timestamp()) * 1000000)::int8);

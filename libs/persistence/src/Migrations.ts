@@ -26,6 +26,7 @@ import * as LoginThrottle from "./migrations/1000_login_throttle.ts"
 import * as WebhookListeners from "./migrations/1100_webhook_listeners.ts"
 import * as DeliveryWrites from "./migrations/1200_delivery_writes.ts"
 import * as DeliveryEventKey from "./migrations/1300_delivery_event_key.ts"
+import * as RateLimitPlans from "./migrations/1400_rate_limit_plans.ts"
 
 /** A migration that runs its statements one by one. */
 export const fromStatements = (statements: ReadonlyArray<string>) =>
@@ -53,7 +54,8 @@ export const migrations = {
   "1000_login_throttle": fromStatements(LoginThrottle.statements),
   "1100_webhook_listeners": fromStatements(WebhookListeners.statements),
   "1200_delivery_writes": fromStatements(DeliveryWrites.statements),
-  "1300_delivery_event_key": fromStatements(DeliveryEventKey.statements)
+  "1300_delivery_event_key": fromStatements(DeliveryEventKey.statements),
+  "1400_rate_limit_plans": fromStatements(RateLimitPlans.statements)
 }
 
 /** Applies every pending migration; returns the ones it applied. */
