@@ -49,6 +49,8 @@ const program = Effect.gen(function*() {
     // The loop, the recorder, the purge and /health/ready; LISTEN holds one more.
     maxConnections: 6,
     applicationName: "school-dispatcher",
+    // Every statement of the queue is keyed; no plan made on a small table's statistics scans it once it has grown.
+    sequentialScans: false,
     statementTimeout: yield* Settings.DATABASE_STATEMENT_TIMEOUT,
     acquireTimeout: yield* Settings.DATABASE_ACQUIRE_TIMEOUT
   })

@@ -52,21 +52,38 @@ export interface SqlOptions {
   readonly statementTimeout?: Duration.Duration | undefined
   /** DATABASE_ACQUIRE_TIMEOUT: the longest wait for a pooled connection (or a new one). */
   readonly acquireTimeout?: Duration.Duration | undefined
+  /**
+   * `false`: the connections plan no sequential scan where an index serves
+   * (`enable_seqscan = off` in their startup packet), for a process whose
+   * statements are all keyed and whose tables grow or shrink by orders of
+   * magnitude within the minute a connection keeps a plan made on the old
+   * statistics (docs/decisions.md "The delivery queue", plans).
+   */
+  readonly sequentialScans?: boolean | undefined
 }
 
 /** How long the pool keeps a connection nobody used (the @effect/sql-pg default, stated so `PoolStats` agrees). */
 const IDLE_TIMEOUT_MS = 60_000
 
-const config = (options: SqlOptions): PgClient.PgPoolConfig => ({
-  url: Redacted.make(options.url),
-  maxConnections: options.maxConnections ?? 10,
-  idleTimeout: Duration.millis(IDLE_TIMEOUT_MS),
-  applicationName: options.applicationName ?? "school-service",
-  ...(options.acquireTimeout === undefined ? {} : { connectTimeout: options.acquireTimeout }),
+/** The settings every connection of the pool starts with. */
+const startupParameters = (options: SqlOptions): Record<string, string> => ({
   ...(options.statementTimeout === undefined
     ? {}
-    : { startupParameters: { statement_timeout: String(Math.max(1, Math.round(Duration.toMillis(options.statementTimeout)))) } })
+    : { statement_timeout: String(Math.max(1, Math.round(Duration.toMillis(options.statementTimeout)))) }),
+  ...(options.sequentialScans === false ? { enable_seqscan: "off" } : {})
 })
+
+const config = (options: SqlOptions): PgClient.PgPoolConfig => {
+  const parameters = startupParameters(options)
+  return {
+    url: Redacted.make(options.url),
+    maxConnections: options.maxConnections ?? 10,
+    idleTimeout: Duration.millis(IDLE_TIMEOUT_MS),
+    applicationName: options.applicationName ?? "school-service",
+    ...(options.acquireTimeout === undefined ? {} : { connectTimeout: options.acquireTimeout }),
+    ...(Object.keys(parameters).length === 0 ? {} : { startupParameters: parameters })
+  }
+}
 
 /** The failure of a checkout that found no connection in time: a `ConnectionError`, like a refused connect. */
 const noConnection = (bound: Duration.Duration) =>
