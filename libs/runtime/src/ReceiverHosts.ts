@@ -166,6 +166,15 @@ export interface ReceiverHostsShape {
   readonly resolve: (host: string) => Effect.Effect<ReadonlyArray<LookupAddress>, HostRefused>
 }
 
+/** What a host text is: a name to resolve, or a literal address allowed (as itself) or refused. */
+type Literal =
+  | { readonly _tag: "Name" }
+  | { readonly _tag: "Allowed"; readonly addresses: ReadonlyArray<LookupAddress> }
+  | { readonly _tag: "Refused"; readonly message: string }
+
+/** Host texts whose verdict is kept; past it the map starts again empty. */
+const MAX_LITERALS = 4096
+
 /** The service, built directly (the back office builds one per check with its injectable resolver). */
 export const make = (options: ReceiverHostsOptions): ReceiverHostsShape => {
   const policy: ReceiverAddress.Policy = { allowInsecure: options.allowInsecureUrls }
@@ -179,15 +188,31 @@ export const make = (options: ReceiverHostsOptions): ReceiverHostsShape => {
       ? Effect.succeed(addresses)
       : Effect.fail(new HostRefused({ host, reason: "blocked_address", message: refusal }))
   }
+  // A literal address's verdict depends on the address and the policy alone: judged once per address
+  // text (every attempt to such a receiver asked again before). A name is resolved and checked every time.
+  const literals = new Map<string, Literal>()
+  const literalOf = (bare: string): Literal => {
+    const known = literals.get(bare)
+    if (known !== undefined) return known
+    const family = isIP(bare)
+    const refusal = family === 0 ? undefined : ReceiverAddress.addressRefusal(bare, policy)
+    const literal: Literal = family === 0
+      ? { _tag: "Name" }
+      : refusal === undefined
+      ? { _tag: "Allowed", addresses: [{ address: bare, family }] }
+      : { _tag: "Refused", message: refusal }
+    if (literals.size >= MAX_LITERALS) literals.clear()
+    literals.set(bare, literal)
+    return literal
+  }
   return {
     resolve: Effect.fn("ReceiverHosts.resolve")(function*(host: string) {
       const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host
-      const family = isIP(bare)
-      if (family !== 0) {
-        const refusal = ReceiverAddress.addressRefusal(bare, policy)
-        if (refusal !== undefined) return yield* new HostRefused({ host: bare, reason: "blocked_address", message: refusal })
-        return [{ address: bare, family }]
+      const literal = literalOf(bare)
+      if (literal._tag === "Refused") {
+        return yield* new HostRefused({ host: bare, reason: "blocked_address", message: literal.message })
       }
+      if (literal._tag === "Allowed") return literal.addresses
       return yield* checked(host, yield* resolveName(host))
     })
   }
