@@ -271,11 +271,6 @@ const timedOut = (started: number, timeoutMs: number, phase: Phase, bound: numbe
   }
 }
 
-/**
- * The two keep-alive agents and the bound on their sockets. Node's pool
- * lists (`sockets`, `freeSockets`) are read, never written: a socket closed
- * to make room leaves the pool through Node's own `agentRemove`.
- */
 /** A receiver URL as the rule read it: what to request, and the host to resolve (a name, or a literal address). */
 interface Target {
   readonly url: URL
@@ -285,6 +280,11 @@ interface Target {
 /** Receiver URLs whose reading is kept; past it the map starts again empty (the secrets' cache does the same). */
 const MAX_TARGETS = 4096
 
+/**
+ * The two keep-alive agents and the bound on their sockets. Node's pool
+ * lists (`sockets`, `freeSockets`) are read, never written: a socket closed
+ * to make room leaves the pool through Node's own `agentRemove`.
+ */
 interface Pool {
   readonly agentFor: (https: boolean) => Http.Agent
   readonly count: () => SocketCount
