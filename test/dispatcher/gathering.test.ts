@@ -6,7 +6,10 @@
  * PostgreSQL in queue.test.ts):
  * - a lone event is fanned out at once, and a lone attempt recorded at
  *   once, however soon after the last batch (a trickle keeps its latency);
- * - under a stream (the last batch had more than one), what comes in the
+ * - two at once do not make a stream: what comes next goes at once, so a
+ *   stream of two events per window (200 a second) is not held back window
+ *   after window;
+ * - under a stream (the last batch had three or more), what comes in the
  *   next few ms goes in one batch when they are over, not one batch each;
  * - a full fan-out batch is followed by the next at once.
  */
@@ -89,23 +92,62 @@ it.effect("the fan-out: a lone event at once; under a stream, the next few ms' e
     yield* settle
     assert.deepStrictEqual(state.passes, [0, 0, 1, 1])
 
-    // A stream: two events at once, then one a millisecond. None goes before 10 ms after the batch of two
-    // began, then all together.
+    // Two at once: together, and the next, a millisecond later, at once too.
     yield* TestClock.adjust("1 millis")
     state.waiting += 2
     yield* notify
     yield* settle
-    assert.deepStrictEqual(state.passes, [0, 0, 1, 1, 2])
+    yield* TestClock.adjust("1 millis")
+    state.waiting += 1
+    yield* notify
+    yield* settle
+    assert.deepStrictEqual(state.passes, [0, 0, 1, 1, 2, 1])
+
+    // A stream: three events at once, then one a millisecond. None goes before 10 ms after the batch of three
+    // began, then all together.
+    yield* TestClock.adjust("1 millis")
+    state.waiting += 3
+    yield* notify
+    yield* settle
+    assert.deepStrictEqual(state.passes, [0, 0, 1, 1, 2, 1, 3])
     for (let ms = 1; ms <= 9; ms++) {
       yield* TestClock.adjust("1 millis")
       state.waiting += 1
       yield* notify
       yield* settle
     }
-    assert.deepStrictEqual(state.passes, [0, 0, 1, 1, 2])
+    assert.deepStrictEqual(state.passes, [0, 0, 1, 1, 2, 1, 3])
     yield* TestClock.adjust("1 millis")
     yield* settle
-    assert.deepStrictEqual(state.passes, [0, 0, 1, 1, 2, 9])
+    assert.deepStrictEqual(state.passes, [0, 0, 1, 1, 2, 1, 3, 9])
+    yield* Fiber.interrupt(fiber)
+  }))
+
+it.effect("the fan-out: two that met by chance, then an event every 5 ms (200 a second): each at once", () =>
+  Effect.gen(function*() {
+    const state = { waiting: 0, passes: new Array<number>(), records: new Array<number>() }
+    const { notify, queue } = yield* inMemory(state)
+    const outage = yield* Outage.make
+    const fiber = yield* FanOut.run({ queue, outage, pollMs: 1_000, made: Effect.void }).pipe(Effect.forkChild)
+    yield* settle
+    yield* TestClock.adjust("100 millis")
+    yield* settle
+    state.passes.length = 0
+    state.waiting += 2
+    yield* notify
+    yield* settle
+    // Each event is fanned out as it comes; with two as a stream, the fan-out waited out 10 ms after every
+    // batch, each window found the next two, and every event waited up to 10 ms, window after window.
+    const gone: Array<number> = []
+    for (let event = 1; event <= 10; event++) {
+      yield* TestClock.adjust("5 millis")
+      state.waiting += 1
+      yield* notify
+      yield* settle
+      gone.push(state.waiting)
+    }
+    assert.deepStrictEqual(state.passes, [2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1])
+    assert.deepStrictEqual(gone, Array.from({ length: 10 }, () => 0))
     yield* Fiber.interrupt(fiber)
   }))
 
@@ -134,19 +176,27 @@ it.effect("the recorder: a lone attempt at once; under a stream, the next few ms
     yield* recorder.offer(attempt(2))
     yield* settle
     assert.deepStrictEqual(state.records, [1, 1])
-    // A stream: two at once, then one a millisecond: together 5 ms after the batch of two began.
+    // Two at once: together, and the next, a millisecond later, at once too.
     yield* TestClock.adjust("1 millis")
     yield* recorder.offer(attempt(3))
     yield* recorder.offer(attempt(4))
     yield* settle
-    assert.deepStrictEqual(state.records, [1, 1, 2])
-    for (let id = 5; id <= 7; id++) {
+    yield* TestClock.adjust("1 millis")
+    yield* recorder.offer(attempt(5))
+    yield* settle
+    assert.deepStrictEqual(state.records, [1, 1, 2, 1])
+    // A stream: three at once, then one a millisecond: together 5 ms after the batch of three began.
+    yield* TestClock.adjust("1 millis")
+    for (let id = 6; id <= 8; id++) yield* recorder.offer(attempt(id))
+    yield* settle
+    assert.deepStrictEqual(state.records, [1, 1, 2, 1, 3])
+    for (let id = 9; id <= 11; id++) {
       yield* TestClock.adjust("1 millis")
       yield* recorder.offer(attempt(id))
       yield* settle
     }
-    assert.deepStrictEqual(state.records, [1, 1, 2])
+    assert.deepStrictEqual(state.records, [1, 1, 2, 1, 3])
     yield* TestClock.adjust("2 millis")
     yield* settle
-    assert.deepStrictEqual(state.records, [1, 1, 2, 3])
+    assert.deepStrictEqual(state.records, [1, 1, 2, 1, 3, 3])
   }).pipe(Effect.scoped))

@@ -4,11 +4,12 @@
  * next batch at once while batches come back full; then it waits for the
  * outbox's NOTIFY (LISTEN on a connection of its own) or POLL, the safety
  * net for a missed notification or a lost listen connection. Under a
- * stream (its last batch found more than one event, and was not full),
- * woken less than FAN_OUT_GATHER_MS after its last batch began, it waits
- * out the rest first, so the events of those few ms go in one statement
- * instead of a few each (docs/decisions.md "The webhook dispatcher"); a
- * lone event, as at a trickle or after a quiet spell, goes at once. A batch that
+ * stream (its last batch found three events or more, and was not full;
+ * ./Gathering.ts), woken less than FAN_OUT_GATHER_MS after its last batch
+ * began, it waits out the rest first, so the events of those few ms go in
+ * one statement instead of a few each (docs/decisions.md "The webhook
+ * dispatcher"); a lone event, as at a trickle or after a quiet spell, goes
+ * at once, and so do two. A batch that
  * made deliveries wakes the claim (`made`). Events of a disabled
  * subscription are journaled as skipped there, and counted. A batch that
  * found events is the span `Dispatcher.fanOut`, linked to the span that

@@ -3,15 +3,15 @@
  * "Webhooks"), in batches: the attempts queue up as they end, and the queue
  * drained as a Stream hands over everything that arrived while the last
  * batch was being written (`Stream.fromQueue` takes all that is there),
- * RECORD_BATCH per statement. Under a stream (a batch of more than one
- * attempt, not full) the next waits until RECORD_GATHER_MS after it began,
- * so the attempts of those few ms go in one statement instead of a few each
- * (docs/decisions.md "The webhook dispatcher"); a lone attempt, as at a
- * trickle, is recorded at once and frees its lease at once. A batch is
- * retried a few times (the leases still cover it); one that still fails is
- * logged, and its deliveries go out again once their leases end (at least
- * once). Each batch recorded wakes the claim (`recorded`): leases and the
- * subscriptions' caps were freed.
+ * RECORD_BATCH per statement. Under a stream (a batch of three attempts or
+ * more, not full; ./Gathering.ts) the next waits until RECORD_GATHER_MS
+ * after it began, so the attempts of those few ms go in one statement
+ * instead of a few each (docs/decisions.md "The webhook dispatcher"); a lone
+ * attempt, as at a trickle, is recorded at once and frees its lease at once,
+ * and so are two. A batch is retried a few times (the leases still cover
+ * it); one that still fails is logged, and its deliveries go out again once
+ * their leases end (at least once). Each batch recorded wakes the claim
+ * (`recorded`): leases and the subscriptions' caps were freed.
  *
  * `stop` ends the queue, lets the stream record what is left, and waits for
  * it (5 s at most).
