@@ -11,10 +11,12 @@
  *   after window;
  * - under a stream (the last batch had three or more), what comes in the
  *   next few ms goes in one batch when they are over, not one batch each;
- * - a full fan-out batch is followed by the next at once.
+ * - a full fan-out batch is followed by the next at once;
+ * - an attempt offered to the recorder is `finished` (its lease stands, no
+ *   request of it is in flight) until its record comes back.
  */
 import { assert, it } from "@effect/vitest"
-import { Effect, Fiber, Queue, Stream } from "effect"
+import { Deferred, Effect, Fiber, Queue, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { type AttemptRecord, DeliveryQueue } from "@school/persistence/DeliveryQueue"
 import * as FanOut from "../../apps/dispatcher/src/FanOut.ts"
@@ -199,4 +201,32 @@ it.effect("the recorder: a lone attempt at once; under a stream, the next few ms
     yield* TestClock.adjust("2 millis")
     yield* settle
     assert.deepStrictEqual(state.records, [1, 1, 2, 1, 3, 3])
+  }).pipe(Effect.scoped))
+
+it.effect("the recorder: an ended attempt is `finished` until its record comes back, so the claim does not count it", () =>
+  Effect.gen(function*() {
+    const gate = yield* Deferred.make<void>()
+    const queue = DeliveryQueue.of({
+      fanOut: () => unused,
+      record: (attempts) =>
+        Effect.as(Deferred.await(gate), { recorded: attempts.length, problematic: 0, notified: 0, recovered: 0 }),
+      claim: () => unused,
+      release: () => unused,
+      nextDue: () => unused,
+      purge: () => unused,
+      databaseNow: () => unused,
+      gauges: () => unused,
+      wakeups: Effect.never
+    })
+    const outage = yield* Outage.make
+    const recorder = yield* Recorder.make({ queue, outage, recorded: Effect.void })
+    assert.deepStrictEqual(yield* recorder.finished, [])
+    yield* recorder.offer(attempt(7))
+    yield* settle
+    // Its record is on its way: the lease stands, but no request of it is in flight.
+    assert.deepStrictEqual(yield* recorder.finished, [{ school: 1, id: 7 }])
+    yield* Deferred.succeed(gate, undefined)
+    // Back from the record (however many turns the stream takes to get there): gone.
+    for (let turn = 0; turn < 1_000 && (yield* recorder.finished).length > 0; turn++) yield* Effect.yieldNow
+    assert.deepStrictEqual(yield* recorder.finished, [])
   }).pipe(Effect.scoped))

@@ -111,7 +111,7 @@ layer(Env, { excludeTestServices: true })("the delivery queue", (it) => {
       yield* settle(schoolId)
     }))
 
-  it.effect("claim: the cap counts live leases, due time first, disabled waits, expired leases taken over", () =>
+  it.effect("claim: the cap counts live leases but those whose attempt ended, due time first, disabled waits, expired leases taken over", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const queue = yield* DeliveryQueue
@@ -155,6 +155,15 @@ layer(Env, { excludeTestServices: true })("the delivery queue", (it) => {
         assert.strictEqual(stored?.body, row.body, "stored before it is sent")
       }
       // Busy is at its cap while the leases live: nothing more.
+      assert.strictEqual((yield* queue.claim(claimOptions)).length, 0)
+      // The cap bounds requests in flight: a lease whose attempt ended and waits for its record, named by the
+      // dispatcher that holds it, does not count; the same id named for another school changes nothing.
+      const ended = first.find((row) => row.subscription_id === busy.id)
+      assert.strictEqual((yield* queue.claim({ ...claimOptions, finished: [{ school: schoolId + 1, id: ended?.id ?? 0 }] })).length, 0)
+      const beside = yield* queue.claim({ ...claimOptions, finished: [{ school: schoolId, id: ended?.id ?? 0 }] })
+      assert.strictEqual(bySub(beside, busy.id), 1)
+      assert.strictEqual(beside.length, 1)
+      yield* queue.release(beside.map((row) => ({ schoolId: row.school_id, id: row.id, lease: row.lease })))
       assert.strictEqual((yield* queue.claim(claimOptions)).length, 0)
 
       // A lease that ran out (a dispatcher that died) is taken over; the attempts under it no longer record.

@@ -58,6 +58,8 @@ export interface ClaimerOptions {
   readonly pollMs: number
   /** How long a school counts as active after a claim for it (1 s). */
   readonly activeMs: number
+  /** This dispatcher's leases whose attempts ended and wait for their record (Recorder `finished`). */
+  readonly finished: Effect.Effect<ReadonlyArray<{ readonly school: number; readonly id: number }>>
 }
 
 /** The school the round served last: the last at the highest level, in rotation order from `after`. */
@@ -115,7 +117,8 @@ export const run = (options: ClaimerOptions) =>
         reserve,
         active: [...new Set([...activeSchools(now), ...holding.bySchool.map((h) => h.school)])],
         holding: holding.bySchool,
-        after
+        after,
+        finished: yield* options.finished
       }).pipe(
         Tracing.workAfter("Dispatcher.claim", {
           worth: (rows) => rows.length > 0,

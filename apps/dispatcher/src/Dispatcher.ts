@@ -179,7 +179,8 @@ const make =
       leaseMs,
       pollMs,
       // A school whose events come at least once a second stays active between them.
-      activeMs: 1_000
+      activeMs: 1_000,
+      finished: recorder.finished
     }))
     yield* Effect.forkScoped(Purge.run({
       queue,

@@ -38,6 +38,12 @@ const RECORD_GATHER_MS = 5
 
 export interface Recorder {
   readonly offer: (record: AttemptRecord) => Effect.Effect<void>
+  /**
+   * The deliveries whose attempts ended and whose record has not come back
+   * yet: their leases still stand, but no request of theirs is in flight
+   * (the claim does not count them against their subscription's cap).
+   */
+  readonly finished: Effect.Effect<ReadonlyArray<{ readonly school: number; readonly id: number }>>
   readonly stop: Effect.Effect<void>
 }
 
@@ -49,6 +55,9 @@ export const make = (options: {
 }) =>
   Effect.gen(function*() {
     const results = yield* Queue.unbounded<AttemptRecord, Cause.Done>()
+    /** Offered and not yet through a batch, by school and delivery. */
+    const waiting = new Map<string, { readonly school: number; readonly id: number }>()
+    const keyOf = (record: AttemptRecord) => `${record.schoolId}:${record.id}`
 
     const recordBatch = (batch: ReadonlyArray<AttemptRecord>) =>
       options.queue.record(batch).pipe(
@@ -72,7 +81,11 @@ export const make = (options: {
             )
           )
         ),
-        Effect.catchDefect((defect) => Effect.logError("dispatcher: a record failed unexpectedly; going on", { defect: String(defect) }))
+        Effect.catchDefect((defect) => Effect.logError("dispatcher: a record failed unexpectedly; going on", { defect: String(defect) })),
+        // Recorded, the leases are gone; not recorded, they stand until they end and count again.
+        Effect.ensuring(Effect.sync(() => {
+          for (const record of batch) waiting.delete(keyOf(record))
+        }))
       )
 
     const fiber = yield* Stream.fromQueue(results).pipe(
@@ -91,7 +104,12 @@ export const make = (options: {
     )
 
     return {
-      offer: (record) => Effect.asVoid(Queue.offer(results, record)),
+      offer: (record) =>
+        Effect.suspend(() => {
+          waiting.set(keyOf(record), { school: record.schoolId, id: record.id })
+          return Effect.asVoid(Queue.offer(results, record))
+        }),
+      finished: Effect.sync(() => [...waiting.values()]),
       stop: Queue.end(results).pipe(
         Effect.andThen(Fiber.join(fiber)),
         Effect.timeout(Duration.seconds(5)),

@@ -14,7 +14,8 @@
  *   takes is deleted there and then (the outbox is a queue, not an archive).
  * - `claim`: one round of libs/domain/src/FairShare.ts in one statement:
  *   the subscriptions with pending work (a loose index scan), what each
- *   one's in-flight cap leaves (`perSubscription` minus its live leases),
+ *   one's in-flight cap leaves (`perSubscription` minus its live leases,
+ *   but for the claimer's own whose attempts ended: `finished`),
  *   each one's due deliveries by due time (a retry due at T before a first
  *   attempt created after T), then the fair share between schools: a
  *   school's subscriptions take turns, a school's j-th pick is at level
@@ -137,6 +138,12 @@ export interface ClaimOptions {
   readonly holding: ReadonlyArray<{ readonly school: number; readonly holds: number }>
   /** The school served last (0: none): the rotation starts after it. */
   readonly after: number
+  /**
+   * This dispatcher's leases whose attempts have ended and wait for their
+   * record: no longer in flight, so they do not count against their
+   * subscription's cap (absent: none).
+   */
+  readonly finished?: ReadonlyArray<{ readonly school: number; readonly id: number }>
 }
 
 export interface PurgeOptions {
@@ -357,8 +364,9 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
           Effect.flatMap(single)
         )
 
-      const claim = (options: ClaimOptions) =>
-        sql`
+      const claim = (options: ClaimOptions) => {
+        const finished = options.finished ?? []
+        return sql`
           WITH RECURSIVE subs AS (
             -- The subscriptions with pending work: one index probe each (a loose index scan).
             (SELECT d.school_id, d.subscription_id FROM webhook_deliveries d
@@ -381,6 +389,13 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
               SELECT count(*) FROM webhook_deliveries l
               WHERE l.school_id = s.school_id AND l.subscription_id = s.subscription_id
                 AND l.lease_until IS NOT NULL AND l.lease_until > now()
+                -- The cap bounds requests in flight: an attempt that ended and waits for its record is not
+                -- one. Named by the dispatcher that holds it, so another's leases always count.
+                AND NOT EXISTS (
+                  SELECT 1 FROM unnest(${finished.map((f) => f.school)}::int[], ${finished.map((f) => f.id)}::int8[])
+                    AS f(school_id, id)
+                  WHERE f.school_id = l.school_id AND f.id = l.id
+                )
             ))::int AS room
             FROM subs s
             JOIN webhook_subscriptions w
@@ -422,6 +437,7 @@ export class DeliveryQueue extends Context.Service<DeliveryQueue, {
           RETURNING ${claimedColumnsSql(sql)}, p.level::int AS level`.pipe(
           Effect.flatMap((rows) => Effect.orDie(decodeClaimed(rows)))
         )
+      }
 
       const record = (attempts: ReadonlyArray<AttemptRecord>) =>
         attempts.length === 0
