@@ -24,6 +24,15 @@ import * as Outage from "../../apps/dispatcher/src/Outage.ts"
 import * as Recorder from "../../apps/dispatcher/src/Recorder.ts"
 
 const unused = Effect.die("not used by this test")
+/** What neither the fan-out nor the recorder asks of the queue. */
+const notUsed = {
+  claim: () => unused,
+  release: () => unused,
+  nextDue: () => unused,
+  purge: () => unused,
+  databaseNow: () => unused,
+  gauges: () => unused
+}
 
 /** A queue whose outbox is `waiting` events, fanned out `limit` at a time; each pass's count is noted. */
 const inMemory = (state: { waiting: number; readonly passes: Array<number>; readonly records: Array<number> }) =>
@@ -42,12 +51,7 @@ const inMemory = (state: { waiting: number; readonly passes: Array<number>; read
           state.records.push(attempts.length)
           return { recorded: attempts.length, problematic: 0, notified: 0, recovered: 0 }
         }),
-      claim: () => unused,
-      release: () => unused,
-      nextDue: () => unused,
-      purge: () => unused,
-      databaseNow: () => unused,
-      gauges: () => unused,
+      ...notUsed,
       wakeups: Effect.succeed(Stream.fromQueue(notifications))
     })
   }))
@@ -69,15 +73,21 @@ const attempt = (id: number): AttemptRecord => ({
   pauseMs: 0
 })
 
+/** The fan-out over an empty outbox, 100 ms after its start (its start-up passes done). */
+const runningFanOut = Effect.gen(function*() {
+  const state = { waiting: 0, passes: new Array<number>(), records: new Array<number>() }
+  const { notify, queue } = yield* inMemory(state)
+  const outage = yield* Outage.make
+  const fiber = yield* FanOut.run({ queue, outage, pollMs: 1_000, made: Effect.void }).pipe(Effect.forkChild)
+  yield* settle
+  yield* TestClock.adjust("100 millis")
+  yield* settle
+  return { state, notify, fiber }
+})
+
 it.effect("the fan-out: a lone event at once; under a stream, the next few ms' events in one batch", () =>
   Effect.gen(function*() {
-    const state = { waiting: 0, passes: new Array<number>(), records: new Array<number>() }
-    const { notify, queue } = yield* inMemory(state)
-    const outage = yield* Outage.make
-    const fiber = yield* FanOut.run({ queue, outage, pollMs: 1_000, made: Effect.void }).pipe(Effect.forkChild)
-    yield* settle
-    yield* TestClock.adjust("100 millis")
-    yield* settle
+    const { fiber, notify, state } = yield* runningFanOut
     // The first pass at start, and the one the listen connection's start asks for (a notification may have
     // come before it), 10 ms later: both found nothing.
     assert.deepStrictEqual(state.passes, [0, 0])
@@ -127,13 +137,7 @@ it.effect("the fan-out: a lone event at once; under a stream, the next few ms' e
 
 it.effect("the fan-out: two that met by chance, then an event every 5 ms (200 a second): each at once", () =>
   Effect.gen(function*() {
-    const state = { waiting: 0, passes: new Array<number>(), records: new Array<number>() }
-    const { notify, queue } = yield* inMemory(state)
-    const outage = yield* Outage.make
-    const fiber = yield* FanOut.run({ queue, outage, pollMs: 1_000, made: Effect.void }).pipe(Effect.forkChild)
-    yield* settle
-    yield* TestClock.adjust("100 millis")
-    yield* settle
+    const { fiber, notify, state } = yield* runningFanOut
     state.passes.length = 0
     state.waiting += 2
     yield* notify
@@ -210,12 +214,7 @@ it.effect("the recorder: an ended attempt is `finished` until its record comes b
       fanOut: () => unused,
       record: (attempts) =>
         Effect.as(Deferred.await(gate), { recorded: attempts.length, problematic: 0, notified: 0, recovered: 0 }),
-      claim: () => unused,
-      release: () => unused,
-      nextDue: () => unused,
-      purge: () => unused,
-      databaseNow: () => unused,
-      gauges: () => unused,
+      ...notUsed,
       wakeups: Effect.never
     })
     const outage = yield* Outage.make
