@@ -9,11 +9,11 @@
  * began, it waits out the rest first, so the events of those few ms go in
  * one statement instead of a few each (docs/decisions.md "The webhook
  * dispatcher"); a lone event, as at a trickle or after a quiet spell, goes
- * at once, and so do two. A batch that
- * made deliveries wakes the claim (`made`). Events of a disabled
- * subscription are journaled as skipped there, and counted. A batch that
- * found events is the span `Dispatcher.fanOut`, linked to the span that
- * wrote each event (docs/operations.md "Traces").
+ * at once, and so do two. A batch that made deliveries wakes the claim
+ * (`made`). Events of a disabled subscription are journaled as skipped
+ * there, and counted. A batch that found events is the span
+ * `Dispatcher.fanOut`, linked to the span that wrote each event
+ * (docs/operations.md "Traces").
  */
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
