@@ -1,5 +1,5 @@
 -- The schema as the migrations in libs/persistence/src/migrations build it:
--- 0001_core, 0100_writes, 0200_rate_limits, 0300_row_counts, 0400_idempotency_owner, 0500_sessions, 0510_back_office, 0540_attendance_first_attended, 0600_dispatcher, 0700_fair_delivery, 0800_outbox_traceparent, 0900_employee_disabled, 1000_login_throttle, 1100_webhook_listeners, 1200_delivery_writes, 1300_delivery_event_key, 1400_rate_limit_plans.
+-- 0001_core, 0100_writes, 0200_rate_limits, 0300_row_counts, 0400_idempotency_owner, 0500_sessions, 0510_back_office, 0540_attendance_first_attended, 0600_dispatcher, 0700_fair_delivery, 0800_outbox_traceparent, 0900_employee_disabled, 1000_login_throttle, 1100_webhook_listeners, 1200_delivery_writes, 1300_delivery_event_key, 1400_rate_limit_plans, 1500_updated_day_counts.
 -- Written by test/persistence/schemaFile.test.ts from the catalog; do not edit.
 -- After a new migration: UPDATE_SCHEMA=1 npx vitest run test/persistence/schemaFile.test.ts
 
@@ -288,6 +288,10 @@ CREATE TABLE payments (
 CREATE INDEX payments_updated_at ON payments USING btree (school_id, updated_at, id);
 CREATE TRIGGER payments_count_deleted AFTER DELETE ON payments REFERENCING OLD TABLE AS deleted_rows FOR EACH STATEMENT EXECUTE FUNCTION count_deleted_rows();
 CREATE TRIGGER payments_count_inserted AFTER INSERT ON payments REFERENCING NEW TABLE AS inserted_rows FOR EACH STATEMENT EXECUTE FUNCTION count_inserted_rows();
+CREATE TRIGGER payments_days_deleted AFTER DELETE ON payments REFERENCING OLD TABLE AS deleted_rows FOR EACH STATEMENT EXECUTE FUNCTION count_deleted_days();
+CREATE TRIGGER payments_days_inserted AFTER INSERT ON payments REFERENCING NEW TABLE AS inserted_rows FOR EACH STATEMENT EXECUTE FUNCTION count_inserted_days();
+CREATE TRIGGER payments_days_truncated AFTER TRUNCATE ON payments FOR EACH STATEMENT EXECUTE FUNCTION forget_truncated_days();
+CREATE TRIGGER payments_days_updated AFTER UPDATE ON payments REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION count_updated_days();
 CREATE TRIGGER payments_touch BEFORE UPDATE ON payments FOR EACH ROW EXECUTE FUNCTION touch_updated_at();
 
 CREATE TABLE pipeline_statuses (
@@ -391,6 +395,10 @@ CREATE TABLE students (
 CREATE INDEX students_updated_at ON students USING btree (school_id, updated_at, id);
 CREATE TRIGGER students_count_deleted AFTER DELETE ON students REFERENCING OLD TABLE AS deleted_rows FOR EACH STATEMENT EXECUTE FUNCTION count_deleted_rows();
 CREATE TRIGGER students_count_inserted AFTER INSERT ON students REFERENCING NEW TABLE AS inserted_rows FOR EACH STATEMENT EXECUTE FUNCTION count_inserted_rows();
+CREATE TRIGGER students_days_deleted AFTER DELETE ON students REFERENCING OLD TABLE AS deleted_rows FOR EACH STATEMENT EXECUTE FUNCTION count_deleted_days();
+CREATE TRIGGER students_days_inserted AFTER INSERT ON students REFERENCING NEW TABLE AS inserted_rows FOR EACH STATEMENT EXECUTE FUNCTION count_inserted_days();
+CREATE TRIGGER students_days_truncated AFTER TRUNCATE ON students FOR EACH STATEMENT EXECUTE FUNCTION forget_truncated_days();
+CREATE TRIGGER students_days_updated AFTER UPDATE ON students REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION count_updated_days();
 CREATE TRIGGER students_touch BEFORE UPDATE ON students FOR EACH ROW EXECUTE FUNCTION touch_updated_at();
 
 CREATE TABLE subjects (
@@ -414,6 +422,15 @@ CREATE TABLE tasks (
   CONSTRAINT tasks_school_id_lead_id_fkey FOREIGN KEY (school_id, lead_id) REFERENCES leads(school_id, id)
 );
 CREATE INDEX tasks_assignee ON tasks USING btree (school_id, assignee_id, id);
+
+CREATE TABLE updated_day_counts (
+  school_id integer NOT NULL,
+  table_name text NOT NULL,
+  day date NOT NULL,
+  n bigint NOT NULL,
+  CONSTRAINT updated_day_counts_pkey PRIMARY KEY (school_id, table_name, day),
+  CONSTRAINT updated_day_counts_school_id_fkey FOREIGN KEY (school_id) REFERENCES schools(id)
+);
 
 CREATE TABLE webhook_attempts (
   school_id integer NOT NULL,
@@ -509,6 +526,31 @@ AS $function$
      RETURN NEW;
    END $function$;
 
+CREATE OR REPLACE FUNCTION count_deleted_days()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+   DECLARE
+     emptied_schools integer[];
+     emptied_days date[];
+   BEGIN
+     WITH upserted AS (
+       INSERT INTO updated_day_counts AS c (school_id, table_name, day, n)
+       SELECT school_id, TG_TABLE_NAME, day, sum(n) FROM (SELECT school_id, (updated_at AT TIME ZONE 'UTC')::date AS day, -1 AS n FROM deleted_rows WHERE updated_at IS NOT NULL) m
+       GROUP BY school_id, day HAVING sum(n) <> 0
+       ORDER BY school_id, day
+       ON CONFLICT (school_id, table_name, day) DO UPDATE SET n = c.n + EXCLUDED.n
+       RETURNING c.school_id, c.day, c.n
+     )
+     SELECT array_agg(school_id), array_agg(day) INTO emptied_schools, emptied_days FROM upserted WHERE n = 0;
+     IF emptied_schools IS NOT NULL THEN
+       DELETE FROM updated_day_counts c
+       USING unnest(emptied_schools, emptied_days) AS e (school_id, day)
+       WHERE c.school_id = e.school_id AND c.table_name = TG_TABLE_NAME AND c.day = e.day AND c.n = 0;
+     END IF;
+     RETURN NULL;
+   END $function$;
+
 CREATE OR REPLACE FUNCTION count_deleted_rows()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -520,6 +562,31 @@ AS $function$
      RETURN NULL;
    END $function$;
 
+CREATE OR REPLACE FUNCTION count_inserted_days()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+   DECLARE
+     emptied_schools integer[];
+     emptied_days date[];
+   BEGIN
+     WITH upserted AS (
+       INSERT INTO updated_day_counts AS c (school_id, table_name, day, n)
+       SELECT school_id, TG_TABLE_NAME, day, sum(n) FROM (SELECT school_id, (updated_at AT TIME ZONE 'UTC')::date AS day, 1 AS n FROM inserted_rows WHERE updated_at IS NOT NULL) m
+       GROUP BY school_id, day HAVING sum(n) <> 0
+       ORDER BY school_id, day
+       ON CONFLICT (school_id, table_name, day) DO UPDATE SET n = c.n + EXCLUDED.n
+       RETURNING c.school_id, c.day, c.n
+     )
+     SELECT array_agg(school_id), array_agg(day) INTO emptied_schools, emptied_days FROM upserted WHERE n = 0;
+     IF emptied_schools IS NOT NULL THEN
+       DELETE FROM updated_day_counts c
+       USING unnest(emptied_schools, emptied_days) AS e (school_id, day)
+       WHERE c.school_id = e.school_id AND c.table_name = TG_TABLE_NAME AND c.day = e.day AND c.n = 0;
+     END IF;
+     RETURN NULL;
+   END $function$;
+
 CREATE OR REPLACE FUNCTION count_inserted_rows()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -528,6 +595,40 @@ AS $function$
      INSERT INTO row_counts (school_id, table_name, n)
      SELECT school_id, TG_TABLE_NAME, count(*) FROM inserted_rows GROUP BY school_id
      ON CONFLICT (school_id, table_name) DO UPDATE SET n = row_counts.n + EXCLUDED.n;
+     RETURN NULL;
+   END $function$;
+
+CREATE OR REPLACE FUNCTION count_updated_days()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+   DECLARE
+     emptied_schools integer[];
+     emptied_days date[];
+   BEGIN
+     WITH upserted AS (
+       INSERT INTO updated_day_counts AS c (school_id, table_name, day, n)
+       SELECT school_id, TG_TABLE_NAME, day, sum(n) FROM (SELECT school_id, (updated_at AT TIME ZONE 'UTC')::date AS day, 1 AS n FROM new_rows WHERE updated_at IS NOT NULL UNION ALL SELECT school_id, (updated_at AT TIME ZONE 'UTC')::date AS day, -1 AS n FROM old_rows WHERE updated_at IS NOT NULL) m
+       GROUP BY school_id, day HAVING sum(n) <> 0
+       ORDER BY school_id, day
+       ON CONFLICT (school_id, table_name, day) DO UPDATE SET n = c.n + EXCLUDED.n
+       RETURNING c.school_id, c.day, c.n
+     )
+     SELECT array_agg(school_id), array_agg(day) INTO emptied_schools, emptied_days FROM upserted WHERE n = 0;
+     IF emptied_schools IS NOT NULL THEN
+       DELETE FROM updated_day_counts c
+       USING unnest(emptied_schools, emptied_days) AS e (school_id, day)
+       WHERE c.school_id = e.school_id AND c.table_name = TG_TABLE_NAME AND c.day = e.day AND c.n = 0;
+     END IF;
+     RETURN NULL;
+   END $function$;
+
+CREATE OR REPLACE FUNCTION forget_truncated_days()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+   BEGIN
+     DELETE FROM updated_day_counts WHERE table_name = TG_TABLE_NAME;
      RETURN NULL;
    END $function$;
 
@@ -717,6 +818,16 @@ AS $function$
        NEW.updated_at := clock_timestamp();
      END IF;
      RETURN NEW;
+   END $function$;
+
+CREATE OR REPLACE FUNCTION updated_days_after(p_school integer, p_table text, p_day date)
+ RETURNS bigint
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+   BEGIN
+     RETURN (SELECT coalesce(sum(n), 0) FROM updated_day_counts
+             WHERE school_id = p_school AND table_name = p_table AND day > p_day);
    END $function$;
 
 -- Sequences

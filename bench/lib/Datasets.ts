@@ -81,8 +81,8 @@ export const load = (db: BenchDatabase, spec: DatasetSpec) =>
       SELECT ${schoolId}, 'Group ' || g, fl.ids[1 + g % ${FILIALS}], 100000
       FROM generate_series(1, ${GROUPS}) g,
            (SELECT array_agg(id ORDER BY id) AS ids FROM filials WHERE school_id = ${schoolId}) fl`
-    // One statement. Triggers stay on: the schema's own (row counts for
-    // meta.total, foreign keys) must see the rows as they would any insert.
+    // One statement. Triggers stay on: the schema's own (row counts and day
+    // counts for meta.total, foreign keys) must see the rows as they would any insert.
     yield* sql`
       INSERT INTO students (school_id, fio, phone, email, filial_id, balance_kopecks, created_at, updated_at)
       SELECT ${schoolId}, 'Student ' || i, '+7900' || lpad(i::text, 7, '0'), 'student' || i || '@example.test',

@@ -27,6 +27,7 @@ import * as WebhookListeners from "./migrations/1100_webhook_listeners.ts"
 import * as DeliveryWrites from "./migrations/1200_delivery_writes.ts"
 import * as DeliveryEventKey from "./migrations/1300_delivery_event_key.ts"
 import * as RateLimitPlans from "./migrations/1400_rate_limit_plans.ts"
+import * as UpdatedDayCounts from "./migrations/1500_updated_day_counts.ts"
 
 /** A migration that runs its statements one by one. */
 export const fromStatements = (statements: ReadonlyArray<string>) =>
@@ -55,7 +56,8 @@ export const migrations = {
   "1100_webhook_listeners": fromStatements(WebhookListeners.statements),
   "1200_delivery_writes": fromStatements(DeliveryWrites.statements),
   "1300_delivery_event_key": fromStatements(DeliveryEventKey.statements),
-  "1400_rate_limit_plans": fromStatements(RateLimitPlans.statements)
+  "1400_rate_limit_plans": fromStatements(RateLimitPlans.statements),
+  "1500_updated_day_counts": fromStatements(UpdatedDayCounts.statements)
 }
 
 /** Applies every pending migration; returns the ones it applied. */

@@ -90,6 +90,28 @@ export const countedTotal = (sql: SqlClient.SqlClient, table: "students" | "paym
   sql`SELECT coalesce((SELECT n::int FROM row_counts WHERE school_id = ${schoolId} AND table_name = ${table}), 0) AS total`
 
 /**
+ * The `count` fragment of a counted table's list filtered by `updated_since`
+ * (migration 1500): the kept counts of the UTC days after since's day
+ * (`updated_days_after`), plus a count of the matches within that day alone
+ * (an index range over `(school_id, updated_at)`), so the cost is bounded by
+ * one day's changes, not by every match. `filter` is `updatedSinceFilter`'s.
+ * Both are scalar subqueries, so each runs once for the whole page.
+ */
+export const updatedSinceTotal = (
+  sql: SqlClient.SqlClient,
+  table: "students" | "payments",
+  schoolId: Ids.SchoolId,
+  updatedSince: string,
+  filter: Statement.Fragment
+) => {
+  const day = sql`(${updatedSince}::timestamptz AT TIME ZONE 'UTC')::date`
+  return sql`SELECT (
+      (SELECT updated_days_after(${schoolId}, ${table}, ${day}))
+      + (SELECT count(*) FROM ${sql(table)} WHERE ${filter} AND updated_at < ((${day} + 1)::timestamp AT TIME ZONE 'UTC'))
+    )::int AS total`
+}
+
+/**
  * The WHERE of a school's list with an optional `updated_since`
  * (docs/integrators.md "Keeping a copy in sync"): `>=` the instant, passed to Postgres as the UTC text the request
  * schema decoded it to (`Timestamps.IsoInstant`: `YYYY-MM-DDTHH:MM:SS.ffffffZ`,
@@ -115,7 +137,8 @@ export interface SyncedListRequest {
 /**
  * A reader of a school's `table` in id order, optionally filtered by
  * `updated_since` (students, payments). Page mode: the total is the kept row
- * count when unfiltered, else a count of the matches; the page is a deferred
+ * count when unfiltered, else the kept day counts and the boundary day's
+ * matches (`updatedSinceTotal`); the page is a deferred
  * join, so the offset walks ids only (an index-only scan) and `columns`
  * (over the alias `t`) are formatted for the page's rows alone. Cursor mode:
  * the same join over `id > cursor`, no count: with `updated_since` the
@@ -138,7 +161,7 @@ export const syncedListReader = <S extends Schema.Constraint>(
       () =>
         updatedSince === undefined
           ? countedTotal(sql, table, schoolId)
-          : sql`SELECT count(*)::int AS total FROM ${from} WHERE ${filter}`,
+          : updatedSinceTotal(sql, table, schoolId, updatedSince, filter),
       ({ after, limit, offset }) =>
         sql`SELECT ${columns}
             FROM (SELECT id FROM ${from} WHERE ${filter} AND ${after} ORDER BY id LIMIT ${limit} OFFSET ${offset}) ids
