@@ -71,9 +71,10 @@ export const statements: ReadonlyArray<string> = [
      RETURN NULL;
    END $$`,
 
-  // The kept days' part of the total, a function so that its plan is kept by the connection (PL/pgSQL keeps it):
-  // inline in the list's statement it would be planned again on every request. STABLE: it reads under the
-  // snapshot of the list's statement that calls it, as the page does.
+  // The kept days' part of the total, in a function whose plan PL/pgSQL keeps per connection; inline, the list's
+  // statement plans it on every request (the two cost the same at 10k students, ~0.1 ms more than the old count:
+  // docs/performance.md "Scale"). STABLE: it reads under the snapshot of the list's statement that calls it, as
+  // the page does.
   `CREATE FUNCTION updated_days_after(p_school integer, p_table text, p_day date)
      RETURNS bigint LANGUAGE plpgsql STABLE AS $$
    BEGIN
