@@ -30,7 +30,7 @@
 import type { SqlError } from "effect/sql"
 import * as Effect from "effect/Effect"
 import * as FairShare from "@school/domain/FairShare"
-import type { Claimed, DeliveryQueue } from "@school/persistence/DeliveryQueue"
+import type { Claimed, DeliveryQueue, EndedLease } from "@school/persistence/DeliveryQueue"
 import * as Tracing from "@school/runtime/Tracing"
 import type { Outage } from "./Outage.ts"
 import type { Signal } from "@school/runtime/Signal"
@@ -59,7 +59,7 @@ export interface ClaimerOptions {
   /** How long a school counts as active after a claim for it (1 s). */
   readonly activeMs: number
   /** This dispatcher's leases whose attempts ended and wait for their record (Recorder `finished`). */
-  readonly finished: Effect.Effect<ReadonlyArray<{ readonly school: number; readonly id: number }>>
+  readonly finished: Effect.Effect<ReadonlyArray<EndedLease>>
 }
 
 /** The school the round served last: the last at the highest level, in rotation order from `after`. */

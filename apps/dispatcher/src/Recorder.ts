@@ -26,7 +26,7 @@ import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
-import type { AttemptRecord, DeliveryQueue } from "@school/persistence/DeliveryQueue"
+import type { AttemptRecord, DeliveryQueue, EndedLease } from "@school/persistence/DeliveryQueue"
 import * as Tracing from "@school/runtime/Tracing"
 import { gatherAfter } from "./Gathering.ts"
 import type { Outage } from "./Outage.ts"
@@ -43,7 +43,7 @@ export interface Recorder {
    * yet: their leases still stand, but no request of theirs is in flight
    * (the claim does not count them against their subscription's cap).
    */
-  readonly finished: Effect.Effect<ReadonlyArray<{ readonly school: number; readonly id: number }>>
+  readonly finished: Effect.Effect<ReadonlyArray<EndedLease>>
   readonly stop: Effect.Effect<void>
 }
 
@@ -56,7 +56,7 @@ export const make = (options: {
   Effect.gen(function*() {
     const results = yield* Queue.unbounded<AttemptRecord, Cause.Done>()
     /** Offered and not yet through a batch, by school and delivery. */
-    const waiting = new Map<string, { readonly school: number; readonly id: number }>()
+    const waiting = new Map<string, EndedLease>()
     const keyOf = (record: AttemptRecord) => `${record.schoolId}:${record.id}`
 
     const recordBatch = (batch: ReadonlyArray<AttemptRecord>) =>

@@ -123,6 +123,12 @@ export interface Recorded {
 }
 
 /** A claim round (libs/domain/src/FairShare.ts: the SQL applies `allocate` with `shareOf`). */
+/** A delivery whose attempt has ended and whose record has not come back yet (its lease still stands). */
+export interface EndedLease {
+  readonly school: number
+  readonly id: number
+}
+
 export interface ClaimOptions {
   /** Deliveries this round may take. */
   readonly limit: number
@@ -143,7 +149,7 @@ export interface ClaimOptions {
    * record: no longer in flight, so they do not count against their
    * subscription's cap (absent: none).
    */
-  readonly finished?: ReadonlyArray<{ readonly school: number; readonly id: number }>
+  readonly finished?: ReadonlyArray<EndedLease>
 }
 
 export interface PurgeOptions {
